@@ -1,0 +1,164 @@
+"""The `mcp-subagents` command: serve | run | agents list | agents validate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from . import __version__
+from .errors import ConfigError, SubagentsError
+from .settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Settings, add_options, settings_from
+
+ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-subagents",
+        description="Claude-Code-style subagents for any MCP host. Without a command, `serve` is assumed.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the MCP server (stdio by default)")
+    add_options(serve, SERVE_OPTIONS)
+    add_options(serve, SOURCE_OPTIONS)
+    add_options(serve, RUN_OPTIONS)
+
+    run = commands.add_parser("run", help="run one subagent from the shell and print its result")
+    run.add_argument("agent", help="subagent type, e.g. general-purpose")
+    run.add_argument("prompt", help="the task for the subagent")
+    run.add_argument("--max-turns-for-run", dest="task_max_turns", type=int, help=argparse.SUPPRESS)
+    add_options(run, SOURCE_OPTIONS)
+    add_options(run, RUN_OPTIONS)
+
+    agents = commands.add_parser("agents", help="list or validate agent definitions")
+    agent_commands = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
+    listing = agent_commands.add_parser("list", help="the active agents and the files that failed to load")
+    listing.add_argument("--json", action="store_true", help='print JSON: {"agents": [...], "errors": [...]}')
+    add_options(listing, SOURCE_OPTIONS)
+    validate = agent_commands.add_parser("validate", help="check agent files or folders; exit 1 if any has a problem")
+    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
+        argv.insert(0, "serve")
+    namespace = _parser().parse_args(argv)
+    try:
+        settings = settings_from(namespace, ALL_OPTIONS)
+    except ConfigError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        raise SystemExit(2) from None
+    logging.basicConfig(
+        stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    match namespace.command:
+        case "serve":
+            _serve(settings)
+        case "run":
+            raise SystemExit(_run(settings, namespace.agent, namespace.prompt))
+        case "agents" if namespace.agents_command == "list":
+            _list_agents(settings, as_json=namespace.json)
+        case "agents":
+            raise SystemExit(_validate(namespace.paths))
+        case _:
+            _parser().print_help()
+
+
+def _serve(settings: Settings) -> None:
+    from .server import build_server
+    from .service import Subagents
+    from .transports import serve
+
+    async def main() -> None:
+        app = Subagents(settings)
+        async with app.running():
+            await serve(build_server(app), settings)
+
+    try:
+        anyio.run(main)
+    except ConfigError as exc:
+        logging.getLogger("mcp_subagents").error("%s", exc.message)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        pass
+
+
+def _run(settings: Settings, agent: str, prompt: str) -> int:
+    from .service import Subagents, TaskArguments
+
+    async def main() -> int:
+        app = Subagents(settings)
+        async with app.running():
+            try:
+                record = app.launch(TaskArguments(description="run from the shell", prompt=prompt, subagent_type=agent))
+            except SubagentsError as exc:
+                print(exc.message, file=sys.stderr)
+                return 1
+            await record.done.wait()
+            print(record.result_text)
+            return 1 if record.is_error else 0
+
+    try:
+        return anyio.run(main)
+    except ConfigError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 2
+
+
+def _list_agents(settings: Settings, *, as_json: bool) -> None:
+    from .definitions import CatalogLoader
+    from .service import definition_sources
+
+    catalog = CatalogLoader(definition_sources(settings)).load()
+    agents = [
+        {
+            "name": d.name,
+            "source": d.source,
+            "model": d.model,
+            "tools": list(d.tools) if d.tools is not None else None,
+            "disallowedTools": list(d.disallowed_tools),
+            "description": d.description,
+            "file": str(d.path) if d.path else None,
+        }
+        for d in catalog.agents.values()
+    ]
+    errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
+    if as_json:
+        print(json.dumps({"agents": agents, "errors": errors}, indent=2))
+        return
+    for agent in agents:
+        tools = "all" if agent["tools"] is None else ", ".join(agent["tools"]) or "none"
+        denied = f" (except {', '.join(agent['disallowedTools'])})" if agent["disallowedTools"] else ""
+        print(f"{agent['name']}  [{agent['source']}]  model: {agent['model']}  tools: {tools}{denied}")
+        print(f"    {agent['description'][:160]}")
+        if agent["file"]:
+            print(f"    {agent['file']}")
+    for denied_name in catalog.denied:
+        print(f"{denied_name}  [denied by settings]")
+    if errors:
+        print(f"\n{len(errors)} file(s) failed to load:")
+        for error in errors:
+            print(f"  {error['path']}: {error['error']}")
+
+
+def _validate(paths: Sequence[Path]) -> int:
+    from .definitions import validate_paths
+    from .tools import BUILTIN_TOOL_NAMES
+
+    problems = validate_paths(paths, BUILTIN_TOOL_NAMES)
+    for problem in problems:
+        print(f"{problem.path}: {problem.message}")
+    failing = {p.path for p in problems if p.severity == "error"}
+    checked = "all files are valid" if not problems else f"{len(problems)} problem(s) in {len(failing)} failing file(s)"
+    print(checked, file=sys.stderr)
+    return 1 if failing else 0

@@ -1,0 +1,76 @@
+"""The error hierarchy. Raised inside the package; turned into MCP results only at the server edge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SubagentsError(Exception):
+    """Base of every error this package raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(SubagentsError):
+    """Bad settings, flags, environment or settings file."""
+
+
+class DefinitionError(SubagentsError):
+    """An agent definition that cannot be used; carries the file it came from."""
+
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnknownAgentError(SubagentsError):
+    """A Task asked for a subagent type that is not loaded."""
+
+    def __init__(self, name: str, available: list[str]) -> None:
+        listed = ", ".join(available) if available else "(none)"
+        super().__init__(f"Agent type '{name}' not found. Available agents: {listed}")
+        self.name = name
+        self.available = available
+
+
+class InvalidArgumentsError(SubagentsError):
+    """A tool call whose arguments do not match the tool's schema."""
+
+
+class TaskNotFoundError(SubagentsError):
+    """TaskOutput or TaskStop with an id no task has."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"No task found with ID: {task_id}")
+        self.task_id = task_id
+
+
+class ProviderNotConfiguredError(SubagentsError):
+    """No model provider is configured, so no subagent can run."""
+
+
+class RunError(SubagentsError):
+    """A subagent run failed."""
+
+
+class ModelAPIError(RunError):
+    """The model provider failed after retries, or answered something unusable."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = retryable
+
+
+class ModelRefusalError(RunError):
+    """The model refused to continue."""
+
+
+class ToolError(Exception):
+    """Raised by a tool: becomes an `is_error` tool result that the model reads and can act on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

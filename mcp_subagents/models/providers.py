@@ -1,0 +1,66 @@
+"""Choosing and building the model provider. Provider SDKs are imported here, on first use only."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+import anyio
+
+from ..errors import ConfigError, ProviderNotConfiguredError
+from .base import Model
+
+ProviderName: TypeAlias = Literal["anthropic", "openai"]
+
+MISSING_PROVIDER_MESSAGE = (
+    "No model provider is configured, so no subagent can run. Set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a "
+    "proxy) to use Anthropic, or OPENAI_BASE_URL (plus OPENAI_API_KEY if the endpoint needs one) to use an "
+    "OpenAI-compatible endpoint such as Ollama, vLLM, llama.cpp, LM Studio or OpenRouter. Put the variable in the "
+    "\"env\" of this server's entry in your MCP host's config: hosts do not pass your shell's environment."
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderConfig:
+    name: ProviderName
+    api_key: str
+    base_url: str | None
+
+    def __repr__(self) -> str:
+        return f"ProviderConfig(name={self.name!r}, base_url={self.base_url!r}, api_key=<hidden>)"
+
+
+def provider_config(requested: str | None, environ: Mapping[str, str]) -> ProviderConfig | None:
+    """`--provider` when given, else Anthropic if its key is set, else OpenAI if its URL or key is set.
+
+    Raises:
+        ConfigError: the requested provider lacks the variable it needs.
+    """
+    anthropic_key = environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN")
+    openai_url, openai_key = environ.get("OPENAI_BASE_URL"), environ.get("OPENAI_API_KEY")
+    if requested == "anthropic" or (requested is None and anthropic_key):
+        if not anthropic_key:
+            raise ConfigError("--provider anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to be set")
+        return ProviderConfig(name="anthropic", api_key=anthropic_key, base_url=environ.get("ANTHROPIC_BASE_URL"))
+    if requested == "openai" or (requested is None and (openai_url or openai_key)):
+        if not (openai_url or openai_key):
+            raise ConfigError("--provider openai needs OPENAI_BASE_URL or OPENAI_API_KEY to be set")
+        # Local servers (Ollama, llama.cpp) want no key, but the SDK insists on one.
+        return ProviderConfig(name="openai", api_key=openai_key or "not-needed", base_url=openai_url)
+    return None
+
+
+async def create_model(config: ProviderConfig | None, *, deadline: float) -> Model:
+    """Build the provider's adapter, importing its SDK in a worker thread so the server keeps answering.
+
+    Raises:
+        ProviderNotConfiguredError: no provider is configured.
+    """
+    if config is None:
+        raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
+    module = await anyio.to_thread.run_sync(importlib.import_module, f"mcp_subagents.models.{config.name}")
+    if config.name == "anthropic":
+        return module.AnthropicModel(api_key=config.api_key, base_url=config.base_url, deadline=deadline)
+    return module.OpenAIModel(api_key=config.api_key, base_url=config.base_url, deadline=deadline)

@@ -1,0 +1,115 @@
+"""Input schemas of Task, TaskOutput and TaskStop, and argument validation with messages that name the field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from .errors import InvalidArgumentsError, UnknownAgentError
+from .messages import JsonObject
+from .models.resolve import TASK_MODEL_CHOICES
+
+TASK_OUTPUT_MAX_TIMEOUT_MS = 600_000
+TASK_OUTPUT_DEFAULT_TIMEOUT_MS = 30_000
+
+
+def task_schema(agent_names: Sequence[str]) -> JsonObject:
+    return {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
+            "prompt": {"type": "string", "description": "The task for the agent to perform"},
+            "subagent_type": {
+                "type": "string",
+                "enum": list(agent_names),
+                "description": "The type of specialized agent to use for this task",
+            },
+            "model": {
+                "type": "string",
+                "enum": list(TASK_MODEL_CHOICES),
+                "description": "Optional model for this agent; overrides the agent definition's model.",
+            },
+            "resume": {
+                "type": "string",
+                "description": "Optional task id of an earlier task to continue; the prompt becomes its next turn.",
+            },
+            "run_in_background": {
+                "type": "boolean",
+                "description": "Run in the background and return a task id at once; read the result with TaskOutput.",
+            },
+            "max_turns": {
+                "type": "integer",
+                "exclusiveMinimum": 0,
+                "description": "Optional cap on model round trips for this run.",
+            },
+        },
+        "required": ["description", "prompt", "subagent_type"],
+        "additionalProperties": False,
+    }
+
+
+TASK_OUTPUT_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "task_id": {"type": "string", "description": "The task ID to get output from"},
+        "block": {"type": "boolean", "default": True, "description": "Whether to wait for completion"},
+        "timeout": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": TASK_OUTPUT_MAX_TIMEOUT_MS,
+            "default": TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
+            "description": "Max wait time in ms",
+        },
+    },
+    "required": ["task_id"],
+    "additionalProperties": False,
+}
+
+TASK_STOP_SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {
+        "task_id": {"type": "string", "description": "The ID of the background task to stop"},
+        "shell_id": {"type": "string", "description": "Deprecated: use task_id instead"},
+    },
+    "additionalProperties": False,
+}
+
+
+def validate_arguments(tool: str, schema: JsonObject, arguments: dict[str, Any]) -> None:
+    """Check arguments against a tool's schema.
+
+    Raises:
+        UnknownAgentError: Task's subagent_type is not a loaded agent.
+        InvalidArgumentsError: anything else, naming the field and what it accepts.
+    """
+    errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    first = errors[0]
+    if tool == "Task" and list(first.absolute_path) == ["subagent_type"] and first.validator == "enum":
+        raise UnknownAgentError(str(first.instance), list(schema["properties"]["subagent_type"]["enum"]))
+    problems = "; ".join(_describe(error, schema) for error in errors)
+    raise InvalidArgumentsError(f"Invalid arguments for {tool}: {problems}")
+
+
+def _describe(error: ValidationError, schema: JsonObject) -> str:
+    field = ".".join(str(part) for part in error.absolute_path)
+    properties: JsonObject = schema.get("properties", {})
+    match error.validator:
+        case "required":
+            missing = str(error.message).split("'")[1] if "'" in error.message else error.message
+            return f"missing required parameter '{missing}'"
+        case "additionalProperties":
+            extra = sorted(set(error.instance) - set(properties)) if isinstance(error.instance, dict) else []
+            allowed = ", ".join(properties)
+            return f"unknown parameter(s) {', '.join(repr(e) for e in extra)}; allowed parameters: {allowed}"
+        case "enum":
+            allowed = ", ".join(str(v) for v in error.validator_value)
+            return f"'{field}' must be one of: {allowed} (got {error.instance!r})"
+        case "type":
+            return f"'{field}' must be of type {error.validator_value} (got {type(error.instance).__name__})"
+        case _:
+            return f"'{field}': {error.message}" if field else error.message

@@ -1,0 +1,177 @@
+"""`Subagents`: the runtime of one server process. Resolves a Task call into a run and hands it to the TaskManager."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from .definitions import AgentDefinition, Catalog, CatalogLoader, DefinitionSources
+from .errors import UnknownAgentError
+from .loop import AgentRun, RunResult, run_agent
+from .models.base import Model
+from .models.providers import ProviderConfig, create_model, provider_config
+from .models.resolve import resolve_model_id
+from .prompts import system_prompt
+from .settings import Settings
+from .tasks import Listener, TaskLimits, TaskManager, TaskRecord
+from .tools import Tool, ToolContext, builtin_tools
+from .tools.shell import sanitized_environment
+
+logger = logging.getLogger(__name__)
+
+NEVER_GRANTED = frozenset({"Task", "Agent"})
+BUILTIN_AGENTS_DIRS = (
+    Path(__file__).parent / "_builtin_agents",  # wheel install
+    Path(__file__).parent.parent / "agents",  # source checkout / editable install
+)
+
+
+def builtin_agents_dir() -> Path | None:
+    return next((d for d in BUILTIN_AGENTS_DIRS if d.is_dir()), None)
+
+
+def definition_sources(settings: Settings) -> DefinitionSources:
+    return DefinitionSources(
+        builtin_dir=builtin_agents_dir(),
+        plugin_dirs=settings.plugin_dirs,
+        user_dir=settings.user_agents_dir,
+        project_root=settings.working_directory,
+        extra_dirs=settings.agents_dirs,
+        agents_json=settings.agents_json,
+        policy_file=settings.policy_file,
+        settings_file=settings.settings_file,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskArguments:
+    """A validated Task call."""
+
+    description: str
+    prompt: str
+    subagent_type: str
+    model: str | None = None
+    resume: str | None = None
+    run_in_background: bool = False
+    max_turns: int | None = None
+
+
+def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> tuple[dict[str, Tool], list[str]]:
+    """Apply `disallowedTools` first, then `tools`; Task/Agent are never granted. Returns (tools, unknown names)."""
+
+    def base(entry: str) -> str:
+        return entry.split("(", 1)[0].strip()
+
+    disallowed = {base(entry) for entry in definition.disallowed_tools}
+    wanted = list(available) if definition.tools is None else [base(entry) for entry in definition.tools]
+    chosen: dict[str, Tool] = {}
+    unknown: list[str] = []
+    for name in wanted:
+        if name in NEVER_GRANTED or name in disallowed or name in chosen:
+            continue
+        tool = available.get(name)
+        if tool is None:
+            unknown.append(name)
+        else:
+            chosen[name] = tool
+    return chosen, unknown
+
+
+class Subagents:
+    def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
+        self.settings = settings
+        self.environ = dict(os.environ if environ is None else environ)
+        self.loader = CatalogLoader(definition_sources(settings))
+        self.tasks = TaskManager(
+            state_dir=settings.state_dir,
+            limits=TaskLimits(
+                max_concurrent=settings.max_concurrent,
+                task_timeout=settings.task_timeout,
+                idle_timeout=settings.idle_timeout,
+                max_result_chars=settings.max_result_chars,
+            ),
+        )
+        self.tools = builtin_tools()
+        self._model = model
+        self._model_lock = anyio.Lock()
+        self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
+        self._reported_unknown: set[tuple[str, str]] = set()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[Subagents]:
+        async with self.tasks.running():
+            try:
+                yield self
+            finally:
+                close = getattr(self._model, "aclose", None)
+                if close is not None:
+                    with anyio.CancelScope(shield=True):
+                        await close()
+
+    @property
+    def provider_name(self) -> str:
+        if self._model is not None:
+            return self._model.provider
+        return self._provider.name if self._provider else "none"
+
+    def catalog(self) -> Catalog:
+        return self.loader.load()
+
+    def definition(self, name: str) -> AgentDefinition:
+        catalog = self.catalog()
+        definition = catalog.get(name)
+        if definition is None:
+            raise UnknownAgentError(name, list(catalog.names()))
+        return definition
+
+    async def model(self) -> Model:
+        async with self._model_lock:
+            if self._model is None:
+                self._model = await create_model(self._provider, deadline=self.settings.model_deadline)
+            return self._model
+
+    def launch(self, args: TaskArguments) -> TaskRecord:
+        """Start a task in the manager; returns at once.
+
+        Raises:
+            UnknownAgentError: no such subagent type.
+        """
+        definition = self.definition(args.subagent_type)
+
+        async def job(record: TaskRecord, listener: Listener) -> RunResult:
+            model = await self.model()
+            run = self._prepare_run(definition, args)
+            return await run_agent(run, args.prompt, model=model, on_event=listener)
+
+        return self.tasks.start(agent=definition.name, description=args.description, job=job)
+
+    def _prepare_run(self, definition: AgentDefinition, args: TaskArguments) -> AgentRun:
+        cwd = self.settings.working_directory
+        tools, unknown = select_tools(definition, self.tools)
+        for name in unknown:
+            if (definition.name, name) not in self._reported_unknown:
+                self._reported_unknown.add((definition.name, name))
+                logger.warning(
+                    "agent %s lists tool %s, which this server does not have; skipped", definition.name, name
+                )
+        limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
+        return AgentRun(
+            agent=definition.name,
+            system=system_prompt(definition.prompt, cwd=cwd, critical_reminder=definition.critical_reminder),
+            model_id=resolve_model_id(
+                task_model=args.model,
+                definition_model=definition.model,
+                default_model=self.settings.model,
+                provider=self.provider_name,
+            ),
+            tools=tools,
+            context=ToolContext(cwd=cwd, allowed_roots=(cwd,), env=sanitized_environment(self.environ)),
+            max_turns=min(limit for limit in limits if limit is not None),
+            max_tokens=self.settings.max_tokens,
+        )

@@ -1,0 +1,308 @@
+"""TaskManager: task ids, states, the concurrency queue, watchdogs, stop, and output files."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+import anyio
+from anyio.abc import TaskGroup
+
+from .errors import RunError, SubagentsError, TaskNotFoundError
+from .loop import ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted, TurnStarted
+from .messages import Usage
+from .render import RunStats, task_error, task_result, truncate
+
+logger = logging.getLogger(__name__)
+
+TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
+FINISHED_STATES: frozenset[TaskState] = frozenset({"completed", "failed", "stopped", "interrupted"})
+
+Listener = Callable[[RunEvent], Awaitable[None]]
+Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
+"""Runs the subagent for a record, feeding every loop event to the listener."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskLimits:
+    max_concurrent: int = 10
+    task_timeout: float = 1800.0
+    idle_timeout: float = 600.0
+    max_result_chars: int = 80_000
+
+
+@dataclass(eq=False, slots=True, kw_only=True)
+class TaskRecord:
+    id: str
+    agent: str
+    description: str
+    output_path: Path
+    state: TaskState = "queued"
+    created: float = field(default_factory=time.time)
+    resumed_from: str | None = None
+    result_text: str | None = None
+    """The rendered `<task_result>` / `<task_error>`, once finished."""
+    result: RunResult | None = None
+    error: str | None = None
+    turn: int = 0
+    max_turns: int = 0
+    tool_uses: int = 0
+    usage: Usage = field(default_factory=Usage)
+    started_at: float | None = None
+    last_activity: float = field(default_factory=time.monotonic)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    scope: anyio.CancelScope | None = None
+    listeners: list[Listener] = field(default_factory=lambda: [])
+    stop_requested: str | None = None
+    """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @property
+    def is_error(self) -> bool:
+        return self.state in ("failed", "interrupted")
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started_at is None else time.monotonic() - self.started_at
+
+
+class TaskManager:
+    """Owns every task of this server process. Enter `running()` once; it holds the task group."""
+
+    def __init__(self, *, state_dir: Path, limits: TaskLimits) -> None:
+        self.limits = limits
+        self.output_dir = state_dir / "tasks"
+        self._records: dict[str, TaskRecord] = {}
+        self._queue: list[str] = []
+        self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
+        self._group: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[TaskManager]:
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield self
+            finally:
+                self._group = None
+                for record in self._records.values():
+                    if not record.finished:
+                        self._cancel(record, "interrupted")
+                group.cancel_scope.cancel()
+
+    def new_id(self) -> str:
+        while (task_id := secrets.token_hex(4)) in self._records:
+            pass
+        return task_id
+
+    def get(self, task_id: str) -> TaskRecord:
+        record = self._records.get(task_id.strip())
+        if record is None:
+            raise TaskNotFoundError(task_id)
+        return record
+
+    def queue_position(self, record: TaskRecord) -> int | None:
+        return self._queue.index(record.id) + 1 if record.id in self._queue else None
+
+    @property
+    def queue_length(self) -> int:
+        return len(self._queue)
+
+    def start(
+        self, *, agent: str, description: str, job: Job, task_id: str | None = None, resumed_from: str | None = None
+    ) -> TaskRecord:
+        if self._group is None:
+            raise SubagentsError("The task manager is not running")
+        task_id = task_id or self.new_id()
+        record = TaskRecord(
+            id=task_id,
+            agent=agent,
+            description=description,
+            output_path=self.output_dir / f"{task_id}.output",
+            resumed_from=resumed_from,
+        )
+        record.scope = anyio.CancelScope()
+        self._records[task_id] = record
+        self._queue.append(task_id)
+        record.output_path.write_text(f"[task {task_id}] {agent}: {description}\n", encoding="utf-8")
+        self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
+        return record
+
+    async def stop(self, task_id: str, *, grace: float = 5.0) -> TaskRecord:
+        """Cancel a queued or running task and wait until it has cleaned up (its processes are gone)."""
+        record = self.get(task_id)
+        if not record.finished:
+            self._cancel(record, "stopped")
+            with anyio.move_on_after(grace):
+                await record.done.wait()
+        return record
+
+    def request_stop(self, task_id: str) -> None:
+        """Ask a task to stop without waiting (used when the host cancels a foreground call)."""
+        record = self.get(task_id)
+        if not record.finished:
+            self._cancel(record, "stopped")
+
+    def _cancel(self, record: TaskRecord, why: str) -> None:
+        record.stop_requested = why
+        if record.scope is not None:
+            record.scope.cancel()
+
+    async def wait(self, record: TaskRecord, seconds: float) -> bool:
+        """Wait up to `seconds` for the task to finish; True when it has."""
+        with anyio.move_on_after(max(0.0, seconds)):
+            await record.done.wait()
+        return record.done.is_set()
+
+    def recent_output(self, record: TaskRecord, max_chars: int = 4000) -> str:
+        try:
+            text = record.output_path.read_text(encoding="utf-8")
+        except OSError:
+            return ""
+        return text if len(text) <= max_chars else "…" + text[-max_chars:]
+
+    async def _execute(self, record: TaskRecord, job: Job) -> None:
+        assert record.scope is not None
+        try:
+            with record.scope:
+                async with self._limiter:
+                    self._queue.remove(record.id)
+                    record.state = "running"
+                    record.started_at = record.last_activity = time.monotonic()
+                    await self._run_watched(record, job)
+        except Exception as exc:
+            self._finish_failed(record, exc)
+        finally:
+            if record.id in self._queue:
+                self._queue.remove(record.id)
+            if not record.finished:
+                self._finish_cancelled(record)
+            with anyio.CancelScope(shield=True):
+                await self._append_output(record, f"\n{record.result_text}\n")
+            record.done.set()
+
+    async def _run_watched(self, record: TaskRecord, job: Job) -> None:
+        timed_out: str | None = None
+        async with anyio.create_task_group() as group:
+
+            async def run() -> None:
+                try:
+                    result = await job(record, lambda event: self._on_event(record, event))
+                except Exception as exc:
+                    self._finish_failed(record, exc)
+                else:
+                    self._finish_completed(record, result)
+                group.cancel_scope.cancel()
+
+            async def watch() -> None:
+                nonlocal timed_out
+                while True:
+                    now = time.monotonic()
+                    if now - (record.started_at or now) >= self.limits.task_timeout:
+                        timed_out = f"Task exceeded its time limit of {self.limits.task_timeout:g} s"
+                    elif now - record.last_activity >= self.limits.idle_timeout:
+                        timed_out = (
+                            f"Task made no progress (no model reply or tool result) for {self.limits.idle_timeout:g} s"
+                        )
+                    if timed_out:
+                        group.cancel_scope.cancel()
+                        return
+                    await anyio.sleep(min(1.0, self.limits.idle_timeout / 4, self.limits.task_timeout / 4))
+
+            group.start_soon(run)
+            group.start_soon(watch)
+        if timed_out and not record.finished:
+            self._finish_failed(record, RunError(timed_out))
+
+    async def _on_event(self, record: TaskRecord, event: RunEvent) -> None:
+        record.last_activity = time.monotonic()
+        if isinstance(event, TurnStarted):
+            record.turn, record.max_turns = event.turn, event.max_turns
+        elif isinstance(event, ModelResponded):
+            record.usage += event.usage
+        elif isinstance(event, ToolStarted):
+            record.tool_uses += 1
+        line = _output_line(event)
+        if line:
+            await self._append_output(record, line)
+        for listener in list(record.listeners):
+            try:
+                await listener(event)
+            except Exception:
+                logger.exception("a task listener failed; the task goes on")
+
+    async def _append_output(self, record: TaskRecord, text: str) -> None:
+        def write() -> None:
+            with record.output_path.open("a", encoding="utf-8") as out:
+                out.write(text)
+
+        try:
+            await anyio.to_thread.run_sync(write)
+        except OSError:
+            logger.warning("could not write output file %s", record.output_path)
+
+    def _stats(self, record: TaskRecord) -> RunStats:
+        result = record.result
+        return RunStats(
+            task_id=record.id,
+            turns=result.turns if result else record.turn,
+            tool_uses=result.tool_uses if result else record.tool_uses,
+            usage=result.usage if result else record.usage,
+            duration_s=result.duration_s if result else record.elapsed(),
+        )
+
+    def _finish_completed(self, record: TaskRecord, result: RunResult) -> None:
+        record.result = result
+        record.state = "completed"
+        notes: list[str] = []
+        if record.resumed_from:
+            notes.insert(0, f"[Resumed task {record.resumed_from}.]")
+        if result.stop == "max_turns":
+            notes.append(
+                f"[Stopped at the turn limit ({result.turns} turns) before the agent finished; "
+                f'continue with Task resume: "{record.id}".]'
+            )
+        elif result.stop == "max_tokens":
+            notes.append("[The final answer was cut off at the model's output token limit.]")
+        text = truncate(result.text, self.limits.max_result_chars, full_text_at=str(record.output_path))
+        record.result_text = task_result(record.agent, text, self._stats(record), notes)
+
+    def _finish_failed(self, record: TaskRecord, exc: Exception) -> None:
+        record.state = "failed"
+        message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, SubagentsError):
+            logger.error("task %s crashed", record.id, exc_info=exc)
+        record.error = message
+        record.result_text = task_error(record.agent, message, self._stats(record))
+
+    def _finish_cancelled(self, record: TaskRecord) -> None:
+        why = record.stop_requested or "stopped"
+        record.state = "interrupted" if why == "interrupted" else "stopped"
+        verb = "was interrupted by a server shutdown" if why == "interrupted" else "was stopped"
+        record.error = f"Task {record.id} {verb} after {record.turn} turn(s) and {record.tool_uses} tool use(s)."
+        record.result_text = task_error(record.agent, record.error, self._stats(record))
+
+
+def _output_line(event: RunEvent) -> str | None:
+    if isinstance(event, ModelResponded):
+        calls = ", ".join(call.name for call in event.message.tool_calls)
+        text = " ".join(event.message.text.split())
+        said = f" {text[:300]}{'…' if len(text) > 300 else ''}" if text else ""
+        return f"[turn {event.turn}] assistant:{said}{f' (calls: {calls})' if calls else ''}\n"
+    if isinstance(event, ToolStarted):
+        return f"[turn {event.turn}] tool {event.call.name} {json.dumps(event.call.arguments)[:300]}\n"
+    if isinstance(event, ToolFinished):
+        status = "error" if event.result.is_error else "ok"
+        first = event.result.content.strip().splitlines()[0][:200] if event.result.content.strip() else ""
+        return f"[turn {event.turn}] {event.call.name} -> {status} ({len(event.result.content)} chars): {first}\n"
+    return None

@@ -1,0 +1,86 @@
+"""The tool type, the context a tool runs in, and argument validation."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ToolError
+from ..messages import JsonObject, ToolDefinition
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's input model: unknown fields are rejected, as the contract says."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+@dataclass(slots=True)
+class TodoList:
+    """The subagent's TodoWrite state, one per run."""
+
+    items: list[JsonObject] = field(default_factory=lambda: [])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    cwd: Path
+    """Working directory; relative paths resolve against it."""
+    allowed_roots: tuple[Path, ...]
+    """Resolved directories file tools may touch (the working directory first)."""
+    env: Mapping[str, str]
+    """Environment for child processes, with provider secrets removed."""
+    todos: TodoList = field(default_factory=TodoList)
+
+
+ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    name: str
+    description: str
+    input_model: type[ToolInput]
+    run: ToolFunction
+    """Takes the context and a validated `input_model` instance; returns text or raises `ToolError`."""
+    read_only: bool = False
+    """Read-only tools may run concurrently within one model turn."""
+
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(name=self.name, description=self.description, input_schema=input_schema(self.input_model))
+
+    def validate(self, arguments: JsonObject) -> ToolInput:
+        """Check arguments against the input model.
+
+        Raises:
+            ToolError: naming each bad field and what it expects.
+        """
+        try:
+            return self.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            problems = "; ".join(_describe(error) for error in exc.errors())
+            raise ToolError(f"Invalid arguments for {self.name}: {problems}") from None
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ())) or "input"
+    if error.get("type") == "extra_forbidden":
+        return f"unexpected field '{where}'"
+    if error.get("type") == "missing":
+        return f"missing required field '{where}'"
+    return f"'{where}': {error.get('msg', 'invalid')}"
+
+
+def input_schema(model: type[BaseModel]) -> JsonObject:
+    """JSON schema by alias, without pydantic's titles (noise for a model)."""
+    schema = model.model_json_schema(by_alias=True)
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)  # pyright: ignore[reportUnknownMemberType]
+    schema["additionalProperties"] = False
+    return schema

@@ -1,0 +1,61 @@
+"""Shared builders for tests that run the whole server."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from mcp_subagents.models.base import Model
+from mcp_subagents.server import build_server
+from mcp_subagents.service import Subagents
+from mcp_subagents.settings import Settings
+
+MODES = ["legacy", "auto"]
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    base = Settings(cwd=work.resolve(), state_dir=tmp_path / "state", user_agents_dir=tmp_path / "user-agents")
+    return replace(base, **overrides)
+
+
+def write_agent(
+    folder: Path, name: str, *, description: str = "does things", body: str = "You help.", extra: str = ""
+) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.md"
+    path.write_text(f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}\n", encoding="utf-8")
+    return path
+
+
+@asynccontextmanager
+async def running_app(
+    settings: Settings, *, model: Model | None = None, environ: dict[str, str] | None = None
+) -> AsyncGenerator[Subagents]:
+    app = Subagents(settings, model=model, environ=environ if environ is not None else {})
+    async with app.running():
+        yield app
+
+
+@asynccontextmanager
+async def connected(
+    settings: Settings,
+    *,
+    mode: str = "auto",
+    model: Model | None = None,
+    environ: dict[str, str] | None = None,
+    **client_options: Any,
+) -> AsyncGenerator[Client]:
+    async with running_app(settings, model=model, environ=environ) as app:
+        async with Client(build_server(app), mode=mode, **client_options) as client:  # pyright: ignore[reportArgumentType]
+            yield client
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from mcp_subagents.cli import ALL_OPTIONS
+from mcp_subagents.errors import ConfigError
+from mcp_subagents.settings import Settings, add_options, settings_from
+
+
+def parse(argv: list[str], environ: dict[str, str]) -> Settings:
+    parser = argparse.ArgumentParser()
+    add_options(parser, ALL_OPTIONS)
+    return settings_from(parser.parse_args(argv), ALL_OPTIONS, environ)
+
+
+def test_defaults_need_no_flags(tmp_path: Path) -> None:
+    settings = parse([], {"HOME": str(tmp_path)})
+    assert (settings.transport, settings.host, settings.port, settings.model) == ("stdio", "127.0.0.1", 8000, "sonnet")
+    assert settings.state_dir == tmp_path / ".local" / "state" / "mcp-subagents"
+    assert settings.user_agents_dir == tmp_path / ".claude" / "agents"
+    assert settings.foreground_deadline == 45 and settings.max_concurrent == 10
+
+
+def test_every_flag_has_an_environment_variable(tmp_path: Path) -> None:
+    envs = {option.env for option in ALL_OPTIONS}
+    for name in (
+        "TRANSPORT",
+        "HOST",
+        "PORT",
+        "CWD",
+        "AGENTS_DIR",
+        "PLUGIN_DIR",
+        "AGENTS",
+        "SETTINGS",
+        "MODEL",
+        "STATE_DIR",
+        "PROVIDER",
+        "MAX_RESULT_CHARS",
+    ):
+        assert f"MCP_SUBAGENTS_{name}" in envs
+    settings = parse(
+        [],
+        {
+            "HOME": str(tmp_path),
+            "MCP_SUBAGENTS_TRANSPORT": "sse",
+            "MCP_SUBAGENTS_PORT": "9001",
+            "MCP_SUBAGENTS_CWD": str(tmp_path),
+            "MCP_SUBAGENTS_AGENTS_DIR": f"{tmp_path}/a:{tmp_path}/b",
+            "MCP_SUBAGENTS_MODEL": "opus",
+        },
+    )
+    assert (settings.transport, settings.port, settings.cwd, settings.model) == (
+        "sse",
+        9001,
+        tmp_path.resolve(),
+        "opus",
+    )
+    assert settings.agents_dirs == (tmp_path / "a", tmp_path / "b")
+
+
+def test_flags_win_over_environment(tmp_path: Path) -> None:
+    settings = parse(
+        ["--model", "haiku", "--agents-dir", "x", "--agents-dir", "y"],
+        {"HOME": str(tmp_path), "MCP_SUBAGENTS_MODEL": "opus", "MCP_SUBAGENTS_AGENTS_DIR": "z"},
+    )
+    assert settings.model == "haiku"
+    assert settings.agents_dirs == (Path("x"), Path("y"))
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"MCP_SUBAGENTS_PORT": "http"}, "MCP_SUBAGENTS_PORT"),
+        ({"MCP_SUBAGENTS_TRANSPORT": "carrier-pigeon"}, "must be one of stdio, sse, streamable-http"),
+        ({"MCP_SUBAGENTS_CWD": "/definitely/not/here"}, "is not a directory"),
+    ],
+)
+def test_bad_values_name_the_setting(environ: dict[str, str], expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        parse([], {"HOME": "/tmp", **environ})
