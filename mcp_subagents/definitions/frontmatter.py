@@ -1,0 +1,117 @@
+"""Split a Markdown file into YAML frontmatter and body, and read the YAML, forgiving unquoted `: ` in values."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DefinitionError
+from ..messages import JsonObject
+from ._coerce import as_object
+
+_FENCE = re.compile(r"---[ \t]*")
+_TOP_LEVEL_SCALAR = re.compile(r"([A-Za-z_][\w-]*):[ \t]+(\S.*?)[ \t]*")
+_SAFE_START = ("'", '"', "[", "{", "|", ">")
+_AWKWARD_START = tuple("@`%&*!,?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Frontmatter:
+    fields: JsonObject
+    body: str
+    yaml_repaired: str | None = None
+    """The YAML error the strict parse gave, when the fields only loaded after quoting plain values."""
+
+
+def read_frontmatter(text: str, path: Path | None = None) -> Frontmatter:
+    """Split `text` at its `---` fences and parse the YAML between them into a mapping.
+
+    A UTF-8 BOM, CRLF line ends and blank lines before the first fence are tolerated.
+
+    Raises:
+        DefinitionError: no frontmatter, no closing fence, YAML that does not parse, or YAML that is not a mapping.
+    """
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
+    start = 0
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    if start == len(lines) or not _FENCE.fullmatch(lines[start]):
+        raise DefinitionError("no YAML frontmatter (the file must start with a '---' line)", path)
+    end = next((i for i in range(start + 1, len(lines)) if _FENCE.fullmatch(lines[i])), None)
+    if end is None:
+        raise DefinitionError("frontmatter has no closing '---' line", path)
+    yaml_text = "\n".join(lines[start + 1 : end])
+    body = "\n".join(lines[end + 1 :]).strip()
+    fields, repaired = _load_yaml(yaml_text, first_line=start + 2, path=path)
+    return Frontmatter(fields=fields, body=body, yaml_repaired=repaired)
+
+
+def _load_yaml(yaml_text: str, *, first_line: int, path: Path | None) -> tuple[JsonObject, str | None]:
+    import yaml  # Deferred: PyYAML takes 10-20 ms to import and only loading needs it.
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    repaired: str | None = None
+    try:
+        data = yaml.load(yaml_text, Loader=loader)
+    except yaml.YAMLError as exc:
+        # Many files in the wild carry one-line descriptions such as `description: Use when... Examples: user: "..."`,
+        # which strict YAML rejects. Retrying with those values quoted loads them; the validator still warns.
+        try:
+            data = yaml.load(_quote_plain_values(yaml_text), Loader=loader)
+        except yaml.YAMLError:
+            raise DefinitionError(_describe_yaml_error(exc, first_line), path) from exc
+        repaired = _describe_yaml_error(exc, first_line)
+    if data is None:
+        return {}, repaired
+    fields = as_object(data)
+    if fields is None:
+        raise DefinitionError(f"frontmatter must be a YAML mapping, not {type(data).__name__}", path)
+    return fields, repaired
+
+
+def _describe_yaml_error(exc: Exception, first_line: int) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    line = getattr(mark, "line", None)
+    column = getattr(mark, "column", None)
+    if isinstance(line, int) and isinstance(column, int):
+        return f"invalid YAML frontmatter at line {line + first_line}, column {column + 1}: {problem}"
+    return f"invalid YAML frontmatter: {problem}"
+
+
+def _quote_plain_values(yaml_text: str) -> str:
+    """Double-quote top-level plain values that YAML rejects (`: ` inside, `*` or `@` first, ...).
+
+    A plain value continued on indented lines is folded into the one quoted line, as YAML would fold it.
+    """
+    lines = yaml_text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        end = i + 1
+        match = _TOP_LEVEL_SCALAR.fullmatch(lines[i])
+        if match is not None and not match.group(2).startswith(_SAFE_START):
+            while end < len(lines) and lines[end][:1] in (" ", "\t") and lines[end].strip():
+                end += 1
+            value = " ".join([match.group(2), *(line.strip() for line in lines[i + 1 : end])])
+            if _needs_quotes(value):
+                escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+                out.append(f'{match.group(1)}: "{escaped}"')
+                i = end
+                continue
+        out.extend(lines[i:end])
+        i = end
+    return "\n".join(out)
+
+
+def _needs_quotes(value: str) -> bool:
+    return ": " in value or value.endswith(":") or value.startswith(_AWKWARD_START)
+
+
+def has_frontmatter(text: str) -> bool:
+    """Whether the first non-blank line is a `---` fence."""
+    for line in text.removeprefix("\ufeff").splitlines():
+        if line.strip():
+            return _FENCE.fullmatch(line) is not None
+    return False

@@ -1,0 +1,378 @@
+"""Where agent definitions come from, which one wins, and a loader that rescans cheaply.
+
+Priority, lowest first: built-in < plugins < user < project (`.claude/agents`, then `.agents/agents`) <
+`--agents-dir` folders in order < `--agents` JSON < policy. A later definition replaces an earlier one with the
+same name. Deny rules (`Task(X)` / `Agent(X)` in `permissions.deny`) then remove agents.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TypeAlias
+
+from ..errors import DefinitionError, UnknownAgentError
+from ..messages import JsonObject
+from ._coerce import as_list, as_object
+from .frontmatter import has_frontmatter
+from .model import AgentDefinition, LoadError, Source
+from .parse import parse_definition, parse_json_agents
+
+__all__ = ["Catalog", "CatalogLoader", "DefinitionSources", "LoadError", "builtin_agents_dir"]
+
+_DENY_RULE = re.compile(r"\s*(?:Task|Agent)\s*\(\s*(.+?)\s*\)\s*")
+_PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_MANIFEST = os.path.join(".claude-plugin", "plugin.json")
+
+_Signature: TypeAlias = tuple[int, int]
+"""(mtime_ns, size): a file whose signature is unchanged is not read again."""
+_FileOutcome: TypeAlias = AgentDefinition | LoadError | None
+_JsonOutcome: TypeAlias = JsonObject | LoadError | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DefinitionSources:
+    """Every place definitions are read from. Paths that do not exist are simply skipped."""
+
+    builtin_dir: Path | None = None
+    plugin_dirs: tuple[Path, ...] = ()
+    """Plugin folders, or folders whose subfolders are plugins (like a marketplace's `plugins/`)."""
+    user_dir: Path | None = None
+    """Normally `~/.claude/agents`."""
+    project_root: Path | None = None
+    """The working directory: `<root>/.claude/agents` and `<root>/.agents/agents` are scanned."""
+    extra_dirs: tuple[Path, ...] = ()
+    """`--agents-dir` folders (or single `.md` files), later ones winning."""
+    agents_json: str | None = None
+    """The `--agents` JSON: `{"name": {"description", "prompt", ...}}`."""
+    policy_file: Path | None = None
+    """Managed settings JSON: its `agents` (same shape as `--agents`) win over everything; its deny list applies."""
+    settings_file: Path | None = None
+    """Claude Code settings JSON whose `permissions.deny` may hold `Task(Name)` / `Agent(Name)`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Catalog:
+    """The agents in effect after priority and deny rules, plus what went wrong on the way."""
+
+    agents: Mapping[str, AgentDefinition]
+    """Built-in agents first, then the rest, each group by name (case-insensitive)."""
+    errors: tuple[LoadError, ...] = ()
+    denied: tuple[str, ...] = ()
+    """Names removed by deny rules."""
+    overridden: tuple[AgentDefinition, ...] = ()
+    """Definitions replaced by a later one with the same name, in load order."""
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.agents)
+
+    def get(self, name: str) -> AgentDefinition | None:
+        return self.agents.get(name)
+
+    def require(self, name: str) -> AgentDefinition:
+        """The named agent.
+
+        Raises:
+            UnknownAgentError: listing the available names.
+        """
+        definition = self.agents.get(name)
+        if definition is None:
+            raise UnknownAgentError(name, list(self.agents))
+        return definition
+
+
+def builtin_agents_dir() -> Path | None:
+    """The built-in agents shipped with the package (or the repo's `agents/` in a source checkout)."""
+    package = Path(__file__).resolve().parent.parent
+    if (package / "_builtin_agents").is_dir():
+        return package / "_builtin_agents"
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "agents").is_dir():
+        return checkout / "agents"
+    return None
+
+
+class CatalogLoader:
+    """Builds a `Catalog` from `DefinitionSources`, anew on every `load()` so edits show at once.
+
+    Parsed files are cached by path and (mtime_ns, size), so rescanning an unchanged tree only lists folders and
+    stats files, and an unchanged file yields the very same `AgentDefinition` object.
+    """
+
+    def __init__(self, sources: DefinitionSources) -> None:
+        self.sources = sources
+        self._files: dict[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]] = {}
+        self._json: dict[str, tuple[_Signature, _JsonOutcome]] = {}
+        self._flag_agents: tuple[list[AgentDefinition], list[LoadError]] | None = None
+
+    def load(self) -> Catalog:
+        """Scan every source. Never raises for a bad file: those end up in `Catalog.errors`."""
+        scan = _Scan(self._files, self._json)
+        found = self._collect(scan)
+        deny_targets = {target for path in self._deny_sources() for target in _deny_targets(scan.json(os.fspath(path)))}
+        self._files, self._json = scan.new_files, scan.new_json
+
+        chosen: dict[str, AgentDefinition] = {}
+        overridden: list[AgentDefinition] = []
+        for definition in found:
+            previous = chosen.pop(definition.name, None)
+            if previous is not None:
+                overridden.append(previous)
+            chosen[definition.name] = definition
+
+        denied = sorted(name for name in chosen if name in deny_targets)
+        for name in denied:
+            del chosen[name]
+
+        ordered = sorted(chosen.values(), key=lambda d: (d.source != "built-in", d.name.casefold(), d.name))
+        return Catalog(
+            agents=MappingProxyType({d.name: d for d in ordered}),
+            errors=tuple(scan.errors),
+            denied=tuple(denied),
+            overridden=tuple(overridden),
+        )
+
+    def _collect(self, scan: _Scan) -> list[AgentDefinition]:
+        """All definitions, lowest priority first."""
+        sources = self.sources
+        if sources.builtin_dir is not None:
+            scan.folder(sources.builtin_dir, "built-in")
+        for plugin_dir in sources.plugin_dirs:
+            for root in _plugin_roots(plugin_dir):
+                scan.plugin(root)
+        if sources.user_dir is not None:
+            scan.folder(sources.user_dir, "user")
+        if sources.project_root is not None:
+            project_dir = os.path.join(sources.project_root, ".claude", "agents")
+            # Hosts often start servers in $HOME, where the project folder is the user folder: read it once.
+            if sources.user_dir is None or not _same_folder(project_dir, sources.user_dir):
+                scan.folder(project_dir, "project")
+            scan.folder(os.path.join(sources.project_root, ".agents", "agents"), "project")
+        for extra in sources.extra_dirs:
+            scan.folder(extra, "flag")
+        if sources.agents_json is not None:
+            if self._flag_agents is None:
+                self._flag_agents = parse_json_agents(sources.agents_json, source="flag", origin="--agents")
+            scan.found.extend(self._flag_agents[0])
+            scan.errors.extend(self._flag_agents[1])
+        if sources.policy_file is not None:
+            scan.policy(sources.policy_file)
+        return scan.found
+
+    def _deny_sources(self) -> Iterator[Path]:
+        if self.sources.settings_file is not None:
+            yield self.sources.settings_file
+        if self.sources.policy_file is not None:
+            yield self.sources.policy_file
+
+
+class _Scan:
+    """One pass over the sources: the definitions found, the errors, and the cache entries still in use."""
+
+    def __init__(
+        self,
+        old_files: Mapping[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]],
+        old_json: Mapping[str, tuple[_Signature, _JsonOutcome]],
+    ) -> None:
+        self.found: list[AgentDefinition] = []
+        self.errors: list[LoadError] = []
+        self.old_files = old_files
+        self.old_json = old_json
+        self.new_files: dict[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]] = {}
+        self.new_json: dict[str, tuple[_Signature, _JsonOutcome]] = {}
+        self._errors_seen: set[LoadError] = set()
+
+    def error(self, error: LoadError) -> None:
+        # A settings file read for both its agents and its deny list reports its problem once.
+        if error not in self._errors_seen:
+            self._errors_seen.add(error)
+            self.errors.append(error)
+
+    def folder(self, folder: str | Path, source: Source, plugin: str | None = None) -> None:
+        try:
+            for path, signature in markdown_files(os.fspath(folder)):
+                self.file(path, signature, source, plugin)
+        except OSError as exc:
+            self.error(LoadError(os.fspath(folder), f"cannot list folder: {exc.strerror or exc}"))
+
+    def file(self, path: str, signature: _Signature, source: Source, plugin: str | None) -> None:
+        key = (path, source, plugin)
+        cached = self.old_files.get(key)
+        outcome = cached[1] if cached is not None and cached[0] == signature else _parse_file(path, source, plugin)
+        self.new_files[key] = (signature, outcome)
+        if isinstance(outcome, LoadError):
+            self.error(outcome)
+        elif outcome is not None:
+            self.found.append(outcome)
+
+    def plugin(self, root: str) -> None:
+        manifest_path = os.path.join(root, _MANIFEST)
+        manifest: JsonObject = {}
+        if os.path.isfile(manifest_path):
+            parsed = self.json(manifest_path)
+            if parsed is None:  # Broken manifest, already reported: the plugin's name and agent list are unknown.
+                return
+            manifest = parsed
+        name = manifest.get("name") or os.path.basename(root)
+        if not isinstance(name, str) or not _PLUGIN_NAME.fullmatch(name):
+            self.error(LoadError(root, f"invalid plugin name {name!r}"))
+            return
+        listed = manifest.get("agents")
+        if listed is None:
+            self.folder(os.path.join(root, "agents"), "plugin", name)
+            return
+        entries = [listed] if isinstance(listed, str) else as_list(listed)
+        if entries is None or not all(isinstance(entry, str) for entry in entries):
+            self.error(LoadError(manifest_path, "'agents' must be a path or a list of paths"))
+            return
+        for entry in entries:
+            target = os.path.normpath(os.path.join(root, str(entry)))
+            if os.path.exists(target):
+                self.folder(target, "plugin", name)
+            else:
+                self.error(LoadError(manifest_path, f"'agents' lists {entry!r}, which does not exist"))
+
+    def policy(self, path: Path) -> None:
+        settings = self.json(os.fspath(path))
+        if settings is None or "agents" not in settings:
+            return
+        definitions, errors = parse_json_agents(settings["agents"], source="policy", origin=str(path))
+        self.found.extend(definitions)
+        for error in errors:
+            self.error(error)
+
+    def json(self, path: str) -> JsonObject | None:
+        """A JSON object file, None when missing; broken ones are recorded as errors and read as None."""
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self.error(LoadError(path, f"cannot read: {exc.strerror or exc}"))
+            return None
+        signature = (stat.st_mtime_ns, stat.st_size)
+        cached = self.new_json.get(path) or self.old_json.get(path)
+        outcome = cached[1] if cached is not None and cached[0] == signature else _read_json(path)
+        self.new_json[path] = (signature, outcome)
+        if isinstance(outcome, LoadError):
+            self.error(outcome)
+            return None
+        return outcome
+
+
+def read_definition_text(path: str) -> str | LoadError | None:
+    """The file's text; a `LoadError` when unreadable or not UTF-8; None for a README.md without frontmatter.
+
+    A README.md that explains an agents folder is not an agent, so it is skipped silently; any other file
+    without frontmatter is reported by the parser.
+    """
+    try:
+        with open(path, "rb") as file:
+            text = file.read().decode("utf-8")
+    except OSError as exc:
+        return LoadError(path, f"cannot read: {exc.strerror or exc}")
+    except UnicodeDecodeError as exc:
+        return LoadError(path, f"not UTF-8 text (invalid byte at offset {exc.start})")
+    if os.path.basename(path).lower() == "readme.md" and not has_frontmatter(text):
+        return None
+    return text
+
+
+def _parse_file(path: str, source: Source, plugin: str | None) -> _FileOutcome:
+    text = read_definition_text(path)
+    if not isinstance(text, str):
+        return text
+    try:
+        return parse_definition(text, path=Path(path), source=source, plugin=plugin)
+    except DefinitionError as exc:
+        return LoadError(path, exc.message)
+
+
+def _read_json(path: str) -> JsonObject | LoadError:
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, UnicodeDecodeError) as exc:
+        return LoadError(path, f"cannot read: {exc}")
+    except json.JSONDecodeError as exc:
+        return LoadError(path, f"invalid JSON: {exc}")
+    settings = as_object(data)
+    return settings if settings is not None else LoadError(path, "must hold a JSON object")
+
+
+def markdown_files(root: str) -> list[tuple[str, _Signature]]:
+    """`*.md` files under `root`, recursively, sorted by name at each level; hidden folders skipped.
+
+    A missing root yields nothing; a root that is itself a file yields that file.
+
+    Raises:
+        OSError: the root exists but cannot be listed.
+    """
+    try:
+        stat = os.stat(root)
+    except FileNotFoundError:
+        return []
+    if not os.path.isdir(root):
+        return [(root, (stat.st_mtime_ns, stat.st_size))]
+    found: list[tuple[str, _Signature]] = []
+    visited: set[tuple[int, int]] = set()
+
+    def walk(folder: str, identity: tuple[int, int]) -> None:
+        if identity in visited:  # A symlink loop.
+            return
+        visited.add(identity)
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if not entry.name.startswith("."):
+                        inner = entry.stat()
+                        walk(entry.path, (inner.st_dev, inner.st_ino))
+                elif entry.name.endswith(".md") and entry.is_file():
+                    inner = entry.stat()
+                    found.append((entry.path, (inner.st_mtime_ns, inner.st_size)))
+            except FileNotFoundError:  # Deleted, or a dangling symlink, while we looked.
+                continue
+
+    walk(root, (stat.st_dev, stat.st_ino))
+    return found
+
+
+def _plugin_roots(folder: Path) -> list[str]:
+    """`folder` itself when it is a plugin, else its subfolders that are plugins, sorted by name."""
+    root = os.fspath(folder)
+    if _is_plugin(root):
+        return [root]
+    try:
+        children = sorted(name for name in os.listdir(root) if not name.startswith("."))
+    except OSError:
+        return []
+    return [os.path.join(root, name) for name in children if _is_plugin(os.path.join(root, name))]
+
+
+def _is_plugin(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, _MANIFEST)) or os.path.isdir(os.path.join(folder, "agents"))
+
+
+def _same_folder(first: str | Path, second: str | Path) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
+def _deny_targets(settings: JsonObject | None) -> set[str]:
+    permissions = as_object(settings.get("permissions")) if settings is not None else None
+    rules = as_list(permissions.get("deny")) if permissions is not None else None
+    targets: set[str] = set()
+    for rule in rules or ():
+        match = _DENY_RULE.fullmatch(rule) if isinstance(rule, str) else None
+        if match is not None:
+            targets.add(match.group(1))
+    return targets

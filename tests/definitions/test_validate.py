@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_subagents.definitions import AgentDefinition, Problem, unknown_tools, validate_paths
+
+KNOWN = frozenset({"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"})
+
+
+def write_agent(folder: Path, filename: str, frontmatter: str, body: str = "You help.") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / filename
+    path.write_text(f"---\n{frontmatter}\n---\n{body}\n", encoding="utf-8")
+    return path
+
+
+def messages(path: Path) -> list[tuple[str, str]]:
+    return [(p.severity, p.message) for p in validate_paths([path], KNOWN)]
+
+
+def check(tmp_path: Path, frontmatter: str, body: str = "You help.") -> list[tuple[str, str]]:
+    return messages(write_agent(tmp_path, "agent.md", frontmatter, body))
+
+
+def test_a_clean_file_has_no_problems(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: clean\ndescription: d\ntools: Read, Bash(git *), mcp__gh__*\nmodel: haiku") == []
+
+
+def test_a_parse_error_is_one_error(tmp_path: Path) -> None:
+    path = write_agent(tmp_path, "x.md", "name: x")
+    assert validate_paths([path], KNOWN) == [
+        Problem(str(path), "missing required field 'description' (when to delegate to this agent)", "error")
+    ]
+
+
+def test_unknown_fields_are_named_with_a_hint_when_one_fits(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: a\ndescription: d\nallowedTools: Read\ncapabilities: [x]") == [
+        ("warning", "unknown field 'allowedTools' is ignored; did you mean 'tools'?"),
+        ("warning", "unknown field 'capabilities' is ignored"),
+    ]
+
+
+def test_tools_that_cannot_be_granted_here_are_reported_as_warnings(tmp_path: Path) -> None:
+    found = check(tmp_path, "name: a\ndescription: d\ntools: Read, Task, WebSearch, TeamCreate, Frobnicate, Agent(x)")
+    assert found == [
+        ("warning", "tool 'Task' is never granted to subagents (no nesting); it is left out"),
+        ("warning", "tool 'WebSearch' exists only in Claude Code and is unavailable here; it is left out"),
+        ("warning", "tool 'TeamCreate' exists only in Claude Code and is unavailable here; it is left out"),
+        ("warning", "unknown tool 'Frobnicate'; it is left out"),
+        ("warning", "tool 'Agent(x)' is never granted to subagents (no nesting); it is left out"),
+    ]
+
+
+def test_a_disallowed_tool_typo_is_flagged_but_claude_code_tools_are_not(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: a\ndescription: d\ndisallowedTools: Wrte, NotebookEdit, Bash(git push *)") == [
+        ("warning", "disallowedTools names unknown tool 'Wrte'; if it is a typo, the tool stays allowed"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "model", ["sonnet", "OPUS", "inherit", "claude-opus-5-5", "gpt-5.1", "openrouter/qwen", "llama3:8b", "o3.mini"]
+)
+def test_plausible_models_pass(tmp_path: Path, model: str) -> None:
+    assert check(tmp_path, f"name: a\ndescription: d\nmodel: {model}") == []
+
+
+@pytest.mark.parametrize("model", ["sonet", "gpt4"])
+def test_a_bad_model_is_an_error(tmp_path: Path, model: str) -> None:
+    assert check(tmp_path, f"name: a\ndescription: d\nmodel: {model}") == [
+        ("error", f"model {model!r} is not an alias (sonnet, opus, haiku, fable), inherit or a model id"),
+    ]
+
+
+def test_name_problems_are_warnings(tmp_path: Path) -> None:
+    assert messages(write_agent(tmp_path, "from-stem.md", "description: d")) == [
+        ("warning", "no 'name' field; the file name 'from-stem' is used"),
+    ]
+    assert messages(write_agent(tmp_path, "mixed.md", "name: My_Agent\ndescription: d")) == [
+        ("warning", "name 'My_Agent' should use lowercase letters, digits and hyphens only"),
+    ]
+
+
+def test_description_fallback_and_empty_body_are_warnings(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: a\nwhen-to-use: sometimes", body="") == [
+        ("warning", "description taken from 'when-to-use'; Claude Code's field is 'description'"),
+        ("warning", "empty body: the agent has no system prompt"),
+    ]
+
+
+def test_yaml_that_only_loads_after_quoting_is_a_warning(tmp_path: Path) -> None:
+    [(severity, message)] = check(tmp_path, "name: a\ndescription: Use it. Examples: user: hi")
+    assert severity == "warning"
+    assert message.startswith("invalid YAML frontmatter at line 3, column")
+    assert message.endswith("loaded anyway by quoting the value. Quote it: strict parsers reject it")
+
+
+def test_effort_and_isolation_values_are_checked(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: a\ndescription: d\neffort: extreme\nisolation: container") == [
+        ("warning", "effort 'extreme' is not one of low, medium, high, xhigh, max"),
+        ("warning", "isolation 'container' is not supported; the only value is 'worktree'"),
+    ]
+
+
+def test_folders_are_searched_and_duplicate_names_reported(tmp_path: Path) -> None:
+    first = write_agent(tmp_path / "a", "one.md", "name: same\ndescription: d")
+    second = write_agent(tmp_path / "b" / "deep", "two.md", "name: same\ndescription: d")
+    (tmp_path / "README.md").write_text("# About these agents\n", encoding="utf-8")
+    (tmp_path / "bad.md").write_bytes(b"---\nname: \xff\n---\n")
+    assert validate_paths([tmp_path], KNOWN) == [
+        Problem(str(second), f"name 'same' is also defined in {first}; the later one wins", "warning"),
+        Problem(str(tmp_path / "bad.md"), "not UTF-8 text (invalid byte at offset 10)", "error"),
+    ]
+
+
+def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
+    assert validate_paths([tmp_path / "nope.md"], KNOWN) == [
+        Problem(str(tmp_path / "nope.md"), "no such file or folder")
+    ]
+
+
+def test_unknown_tools_lists_what_the_server_cannot_provide() -> None:
+    definition = AgentDefinition(
+        name="a",
+        description="d",
+        prompt="p",
+        tools=("Read", "Bash(ls *)", "WebSearch", "mcp__x__y", "Task", "Agent(b)", "Mystery"),
+        source="user",
+    )
+    assert unknown_tools(definition, KNOWN) == ["WebSearch", "Mystery"]
+    assert unknown_tools(AgentDefinition(name="a", description="d", prompt="p", source="user"), KNOWN) == []
