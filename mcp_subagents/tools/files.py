@@ -1,0 +1,400 @@
+"""Read, Write and Edit: the text-file tools."""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import mimetypes
+import os
+import stat
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO
+
+import anyio.to_thread
+from pydantic import Field
+
+from ..errors import ToolError
+from .base import Tool, ToolContext, ToolInput
+from .paths import resolve_path
+
+DEFAULT_LINE_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_UNPAGED_BYTES = 256 * 1024
+"""Larger files need offset/limit (or allow_large)."""
+MAX_OUTPUT_CHARS = 256 * 1024
+"""Budget of one Read result; reading stops early and says where to continue."""
+BINARY_SNIFF_BYTES = 8192
+SNIPPET_CONTEXT_LINES = 4
+SNIPPET_MAX_LINES = 40
+
+_MAX_LINE_BYTES = MAX_LINE_CHARS * 4
+_UNDECODABLE_SHARE = 0.1
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"%PDF-", "PDF document"),
+    (b"PK\x03\x04", "ZIP archive"),
+    (b"\x7fELF", "ELF executable"),
+    (b"\x1f\x8b", "gzip archive"),
+    (b"SQLite format 3\x00", "SQLite database"),
+)
+_PDF_UNSUPPORTED = (
+    "Reading PDF files is not supported by this server. "
+    "If pdftotext is installed, run it with Bash (pdftotext FILE -) to get the text."
+)
+
+
+class ReadInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to read")
+    offset: int | None = Field(
+        default=None,
+        ge=0,
+        description="The line number to start reading from (1-based). Only provide if the file is too large "
+        "to read at once",
+    )
+    limit: int | None = Field(
+        default=None,
+        gt=0,
+        description="The number of lines to read. Only provide if the file is too large to read at once",
+    )
+    pages: str | None = Field(
+        default=None,
+        description="Page range for PDF files (e.g. '1-5'). PDF reading is not supported by this server.",
+    )
+    allow_large: bool = Field(
+        default=False,
+        description=f"Read the first {DEFAULT_LINE_LIMIT} lines of a file larger than "
+        f"{MAX_UNPAGED_BYTES // 1024} KiB without giving offset/limit",
+    )
+
+
+READ_DESCRIPTION = f"""Reads a file from the local filesystem.
+
+Usage:
+- file_path should be an absolute path; a relative path is resolved against the working directory. Only files \
+under the working directory (the allowed roots) can be read.
+- By default it reads up to {DEFAULT_LINE_LIMIT} lines from the start of the file. To read part of a long file, \
+pass offset (the 1-based line number to start from) and limit (the number of lines). When lines remain, the \
+result ends with the offset to continue from.
+- Files larger than {MAX_UNPAGED_BYTES // 1024} KiB must be read in parts with offset and limit (or search them \
+with Grep); allow_large=true reads the first {DEFAULT_LINE_LIMIT} lines anyway.
+- Lines longer than {MAX_LINE_CHARS} characters are cut.
+- Results are returned like `cat -n`: the line number, a tab, then the line. The line number prefix is not part \
+of the file: never copy it into Edit's old_string.
+- Only text files can be read: images, PDFs and other binary files are refused. It cannot read a directory: use \
+Glob, or Bash with ls.
+- You can read several files in parallel in one response; reading a file that may not exist is fine, the \
+error says so."""
+
+
+async def _run_read(ctx: ToolContext, args: ReadInput) -> str:
+    if args.pages is not None:
+        raise ToolError(f"The pages parameter is only for PDF files. {_PDF_UNSUPPORTED}")
+    path = resolve_path(ctx, args.file_path, purpose="read")
+    return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args))
+
+
+def _read_file(ctx: ToolContext, path: Path, args: ReadInput) -> str:
+    info = _regular_file_stat(path, action="read")
+    if info is None:
+        raise _missing_file(ctx, path)
+    if info.st_size == 0:
+        return f"The file {path} exists but is empty."
+    try:
+        with path.open("rb") as file:
+            _refuse_binary(path, file.read(BINARY_SNIFF_BYTES), info.st_size)
+            paged = args.offset is not None or args.limit is not None
+            if info.st_size > MAX_UNPAGED_BYTES and not paged and not args.allow_large:
+                raise ToolError(
+                    f"File content ({_size(info.st_size)}) exceeds the maximum size that can be read at once "
+                    f"({_size(MAX_UNPAGED_BYTES)}). Use offset and limit to read specific parts of the file, "
+                    "or use Grep to search it for specific content."
+                )
+            file.seek(0)
+            return _numbered_listing(path, file, start=max(args.offset or 1, 1), limit=args.limit)
+    except OSError as exc:
+        raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+
+
+def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | None) -> str:
+    max_lines = limit or DEFAULT_LINE_LIMIT
+    rendered: list[str] = []
+    used_chars = 0
+    last_number = 0
+    stopped_early = False
+    for number, text in enumerate(_iter_lines(file), start=1):
+        last_number = number
+        if number < start:
+            continue
+        line = f"{number:>6}\t{text}"
+        if len(rendered) == max_lines or (rendered and used_chars + len(line) > MAX_OUTPUT_CHARS):
+            stopped_early = True
+            break
+        rendered.append(line)
+        used_chars += len(line) + 1
+    if not rendered:
+        return (
+            f"Warning: the file {path} has {last_number} lines, fewer than the requested offset {start}. "
+            "Nothing to show; use a smaller offset."
+        )
+    listing = "\n".join(rendered)
+    if not stopped_early:
+        return listing
+    total = last_number + _count_remaining_lines(file)
+    shown_last = start + len(rendered) - 1
+    return (
+        f"{listing}\n\n(Showing lines {start}-{shown_last} of {total}. "
+        f"To read more, call Read with offset={shown_last + 1}.)"
+    )
+
+
+def _iter_lines(file: BinaryIO) -> Iterator[str]:
+    """Lines without their line ending, each cut to MAX_LINE_CHARS; huge lines are never held whole."""
+    while raw := file.readline(_MAX_LINE_BYTES):
+        cut = False
+        if not raw.endswith(b"\n") and len(raw) == _MAX_LINE_BYTES:
+            cut = _skip_rest_of_line(file)
+        text = raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
+        yield _cut(text, force=cut)
+
+
+def _cut(line: str, *, force: bool = False) -> str:
+    if len(line) <= MAX_LINE_CHARS and not force:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}… [line truncated after {MAX_LINE_CHARS} characters]"
+
+
+def _skip_rest_of_line(file: BinaryIO) -> bool:
+    skipped = False
+    while chunk := file.readline(1 << 20):
+        skipped = skipped or chunk != b"\n"
+        if chunk.endswith(b"\n"):
+            break
+    return skipped
+
+
+def _count_remaining_lines(file: BinaryIO) -> int:
+    count = 0
+    last = b"\n"
+    while chunk := file.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count if last == b"\n" else count + 1
+
+
+def _refuse_binary(path: Path, sample: bytes, size: int) -> None:
+    if sample.startswith(b"%PDF-") or path.suffix.lower() == ".pdf":
+        raise ToolError(f"{path} is a PDF document ({_size(size)}). {_PDF_UNSUPPORTED}")
+    if not _looks_binary(sample):
+        return
+    kind = next((name for signature, name in _SIGNATURES if sample.startswith(signature)), None)
+    kind = kind or mimetypes.guess_type(path.name)[0] or "binary data"
+    raise ToolError(
+        f"Cannot read {path}: it is a binary file ({kind}, {_size(size)}). Read shows text files only; "
+        "inspect binary files with Bash (for example file or xxd | head)."
+    )
+
+
+def _looks_binary(sample: bytes) -> bool:
+    if b"\0" in sample:
+        return True
+    decoded = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(sample, final=False)
+    return decoded.count("\ufffd") > len(sample) * _UNDECODABLE_SHARE
+
+
+def _regular_file_stat(path: Path, *, action: str) -> os.stat_result | None:
+    """The stat of the regular file at `path`, None if nothing is there; directories and special files are refused."""
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ToolError(f"Could not access {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{path} is a directory, not a file. Use Glob to find files in it, or Bash with ls to list it.")
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{path} is not a regular file (a device, socket or pipe) and cannot be {action}.")
+    return info
+
+
+def _missing_file(ctx: ToolContext, path: Path) -> ToolError:
+    message = f"File does not exist: {path}."
+    similar = _similar_paths(path)
+    if similar:
+        message += f" Did you mean {' or '.join(str(p) for p in similar)}?"
+    return ToolError(f"{message} Current working directory: {ctx.cwd}")
+
+
+def _similar_paths(path: Path, *, max_entries: int = 2000) -> list[Path]:
+    try:
+        with os.scandir(path.parent) as entries:
+            names = [entry.name for _, entry in zip(range(max_entries), entries, strict=False)]
+    except OSError:
+        return []
+    same_stem = [name for name in names if Path(name).stem == path.stem and name != path.name]
+    close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.7)
+    ordered = list(dict.fromkeys([*same_stem, *close]))[:3]
+    return [path.parent / name for name in ordered]
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+class WriteInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
+    content: str = Field(description="The content to write to the file")
+
+
+WRITE_DESCRIPTION = """Writes a file to the local filesystem.
+
+Usage:
+- This tool overwrites the existing file if there is one at the provided path, and creates missing parent \
+directories.
+- If this is an existing file, Read it first so you know what you are replacing. To change part of a file, \
+prefer Edit, which sends only the change.
+- Only paths under the working directory (the allowed roots) can be written.
+- The content is written exactly as given, as UTF-8.
+- Never create documentation files (*.md) or README files unless explicitly asked to."""
+
+
+async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
+    path = resolve_path(ctx, args.file_path, purpose="write")
+    data = _encode(args.content, "content")
+    return await anyio.to_thread.run_sync(partial(_write_file, path, data))
+
+
+def _write_file(path: Path, data: bytes) -> str:
+    existed = _regular_file_stat(path, action="written") is not None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except OSError as exc:
+        raise ToolError(f"Could not write {path}: {exc.strerror or exc}") from None
+    if existed:
+        return f"The file {path} has been updated."
+    return f"File created successfully at: {path}"
+
+
+def _encode(text: str, field_name: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError(f"{field_name} is not valid Unicode text (it holds a lone surrogate).") from None
+
+
+class EditInput(ToolInput):
+    file_path: str = Field(description="The absolute path to the file to modify")
+    old_string: str = Field(description="The text to replace")
+    new_string: str = Field(description="The text to replace it with (must be different from old_string)")
+    replace_all: bool = Field(default=False, description="Replace all occurrences of old_string (default false)")
+
+
+EDIT_DESCRIPTION = """Performs exact string replacements in files.
+
+Usage:
+- Read the file first, so that old_string is copied from its current content.
+- When copying text from Read output, keep the exact indentation (tabs/spaces) as it appears AFTER the line \
+number prefix (spaces, the line number, a tab). Never include any part of that prefix in old_string or \
+new_string.
+- The edit FAILS if old_string is not found, or if it is found more than once and replace_all is false: then \
+give a larger old_string with more surrounding context to make it unique, or set replace_all to true to \
+change every occurrence (useful for renaming a variable).
+- old_string and new_string must differ.
+- An empty old_string creates a new file with new_string as its content (or fills an existing empty file).
+- Files with CRLF line endings keep them; write old_string and new_string with plain newlines.
+- Only files under the working directory (the allowed roots) can be edited."""
+
+
+async def _run_edit(ctx: ToolContext, args: EditInput) -> str:
+    path = resolve_path(ctx, args.file_path, purpose="write")
+    if args.old_string == args.new_string:
+        raise ToolError("No changes to make: old_string and new_string are exactly the same.")
+    return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args))
+
+
+def _edit_file(ctx: ToolContext, path: Path, args: EditInput) -> str:
+    original = _read_text_for_edit(path)
+    if original is None:
+        if args.old_string:
+            raise _missing_file(ctx, path)
+        _write_file(path, _encode(args.new_string, "new_string"))
+        return f"File created successfully at: {path}"
+    if not args.old_string:
+        if original:
+            raise ToolError(
+                f"Cannot create {path}: the file already exists and is not empty. Give old_string to change "
+                "part of it, or use Write to replace it whole."
+            )
+        _write_file(path, _encode(args.new_string, "new_string"))
+        return f"The file {path} has been updated (it was empty)."
+
+    crlf = _uses_crlf(original)
+    text = original.replace("\r\n", "\n") if crlf else original
+    old = args.old_string.replace("\r\n", "\n") if crlf else args.old_string
+    new = args.new_string.replace("\r\n", "\n") if crlf else args.new_string
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"String to replace not found in {path}. old_string must match the file exactly, including "
+            "whitespace and indentation; Read the file again and copy the text.\n"
+            f"String: {_preview(args.old_string)}"
+        )
+    if count > 1 and not args.replace_all:
+        raise ToolError(
+            f"Found {count} matches of the string to replace, but replace_all is false. To replace all "
+            "occurrences, set replace_all to true. To replace only one occurrence, give more surrounding "
+            "context in old_string so that it matches exactly once.\n"
+            f"String: {_preview(args.old_string)}"
+        )
+    first = text.index(old)
+    updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+    _write_file(path, _encode(updated.replace("\n", "\r\n") if crlf else updated, "new_string"))
+    replacements = count if args.replace_all else 1
+    plural = "" if replacements == 1 else "s"
+    return (
+        f"The file {path} has been updated ({replacements} replacement{plural}). "
+        f"Here's the result of running `cat -n` on a snippet of the edited file:\n{_snippet(updated, first, new)}"
+    )
+
+
+def _read_text_for_edit(path: Path) -> str | None:
+    if _regular_file_stat(path, action="edited") is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} is not UTF-8 text ({_size(len(data))}); Edit only changes UTF-8 text files.") from None
+
+
+def _uses_crlf(text: str) -> bool:
+    return "\r\n" in text and text.count("\r\n") == text.count("\n")
+
+
+def _snippet(updated: str, change_start: int, new: str) -> str:
+    lines = updated.split("\n")
+    first_line = updated.count("\n", 0, change_start) + 1
+    last_line = first_line + new.count("\n")
+    low = max(1, first_line - SNIPPET_CONTEXT_LINES)
+    high = min(len(lines), last_line + SNIPPET_CONTEXT_LINES, low + SNIPPET_MAX_LINES - 1)
+    return "\n".join(f"{number:>6}\t{_cut(lines[number - 1])}" for number in range(low, high + 1))
+
+
+def _preview(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+READ = Tool(name="Read", description=READ_DESCRIPTION, input_model=ReadInput, run=_run_read, read_only=True)
+WRITE = Tool(name="Write", description=WRITE_DESCRIPTION, input_model=WriteInput, run=_run_write)
+EDIT = Tool(name="Edit", description=EDIT_DESCRIPTION, input_model=EditInput, run=_run_edit)

