@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
 from ..messages import AssistantPart, Message, ToolDefinition, Usage
@@ -24,7 +24,7 @@ class ModelRequest:
 class ModelResponse:
     parts: tuple[AssistantPart, ...]
     stop_reason: StopReason
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     model_name: str = ""
     refusal_explanation: str = ""
 
