@@ -12,7 +12,8 @@ from pathlib import Path
 import anyio
 
 from . import __version__
-from .errors import ConfigError, SubagentsError
+from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError
+from .render import task_error
 from .settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Settings, add_options, settings_from
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
@@ -101,6 +102,9 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
         async with app.running():
             try:
                 record = app.launch(TaskArguments(description="run from the shell", prompt=prompt, subagent_type=agent))
+            except ProviderNotConfiguredError as exc:
+                print(task_error(agent, exc.message))
+                return 1
             except SubagentsError as exc:
                 print(exc.message, file=sys.stderr)
                 return 1
@@ -116,39 +120,37 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:
-    from .definitions import CatalogLoader
+    from .definitions import CatalogLoader, tools_summary
     from .service import definition_sources
 
     catalog = CatalogLoader(definition_sources(settings)).load()
-    agents = [
-        {
-            "name": d.name,
-            "source": d.source,
-            "model": d.model,
-            "tools": list(d.tools) if d.tools is not None else None,
-            "disallowedTools": list(d.disallowed_tools),
-            "description": d.description,
-            "file": str(d.path) if d.path else None,
-        }
-        for d in catalog.agents.values()
-    ]
-    errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
     if as_json:
+        agents = [
+            {
+                "name": d.name,
+                "source": d.source,
+                "model": d.model,
+                "tools": list(d.tools) if d.tools is not None else None,
+                "disallowedTools": list(d.disallowed_tools),
+                "description": d.description,
+                "file": str(d.path) if d.path else None,
+            }
+            for d in catalog.agents.values()
+        ]
+        errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
         print(json.dumps({"agents": agents, "errors": errors}, indent=2))
         return
-    for agent in agents:
-        tools = "all" if agent["tools"] is None else ", ".join(agent["tools"]) or "none"
-        denied = f" (except {', '.join(agent['disallowedTools'])})" if agent["disallowedTools"] else ""
-        print(f"{agent['name']}  [{agent['source']}]  model: {agent['model']}  tools: {tools}{denied}")
-        print(f"    {agent['description'][:160]}")
-        if agent["file"]:
-            print(f"    {agent['file']}")
-    for denied_name in catalog.denied:
-        print(f"{denied_name}  [denied by settings]")
-    if errors:
-        print(f"\n{len(errors)} file(s) failed to load:")
-        for error in errors:
-            print(f"  {error['path']}: {error['error']}")
+    for d in catalog.agents.values():
+        print(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}")
+        print(f"    {' '.join(d.description.split())[:160]}")
+        if d.path:
+            print(f"    {d.path}")
+    for denied in catalog.denied:
+        print(f"{denied}  [denied by settings]")
+    if catalog.errors:
+        print(f"\n{len(catalog.errors)} file(s) failed to load:")
+        for error in catalog.errors:
+            print(f"  {error.path}: {error.error}")
 
 
 def _validate(paths: Sequence[Path]) -> int:
@@ -157,8 +159,10 @@ def _validate(paths: Sequence[Path]) -> int:
 
     problems = validate_paths(paths, BUILTIN_TOOL_NAMES)
     for problem in problems:
-        print(f"{problem.path}: {problem.message}")
+        label = "" if problem.severity == "error" else "warning: "
+        print(f"{problem.path}: {label}{problem.message}")
     failing = {p.path for p in problems if p.severity == "error"}
-    checked = "all files are valid" if not problems else f"{len(problems)} problem(s) in {len(failing)} failing file(s)"
-    print(checked, file=sys.stderr)
+    warnings = len(problems) - sum(1 for p in problems if p.severity == "error")
+    summary = f"{len(failing)} file(s) failed, {warnings} warning(s)" if problems else "all files are valid"
+    print(summary, file=sys.stderr)
     return 1 if failing else 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -85,7 +85,9 @@ def validate_arguments(tool: str, schema: JsonObject, arguments: dict[str, Any])
         UnknownAgentError: Task's subagent_type is not a loaded agent.
         InvalidArgumentsError: anything else, naming the field and what it accepts.
     """
-    errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    validator: Any = Draft202012Validator(schema)
+    found: list[ValidationError] = list(validator.iter_errors(arguments))
+    errors = sorted(found, key=lambda e: [str(part) for part in e.absolute_path])
     if not errors:
         return
     first = errors[0]
@@ -98,18 +100,20 @@ def validate_arguments(tool: str, schema: JsonObject, arguments: dict[str, Any])
 def _describe(error: ValidationError, schema: JsonObject) -> str:
     field = ".".join(str(part) for part in error.absolute_path)
     properties: JsonObject = schema.get("properties", {})
+    instance: Any = error.instance
+    expected: Any = error.validator_value
     match error.validator:
         case "required":
-            missing = str(error.message).split("'")[1] if "'" in error.message else error.message
+            missing = error.message.split("'")[1] if "'" in error.message else error.message
             return f"missing required parameter '{missing}'"
         case "additionalProperties":
-            extra = sorted(set(error.instance) - set(properties)) if isinstance(error.instance, dict) else []
-            allowed = ", ".join(properties)
-            return f"unknown parameter(s) {', '.join(repr(e) for e in extra)}; allowed parameters: {allowed}"
+            given = cast("dict[str, Any]", instance) if isinstance(instance, dict) else {}
+            extra = ", ".join(repr(name) for name in sorted(set(given) - set(properties)))
+            return f"unknown parameter(s) {extra}; allowed parameters: {', '.join(properties)}"
         case "enum":
-            allowed = ", ".join(str(v) for v in error.validator_value)
-            return f"'{field}' must be one of: {allowed} (got {error.instance!r})"
+            allowed = ", ".join(str(value) for value in cast("list[Any]", expected))
+            return f"'{field}' must be one of: {allowed} (got {instance!r})"
         case "type":
-            return f"'{field}' must be of type {error.validator_value} (got {type(error.instance).__name__})"
+            return f"'{field}' must be of type {expected} (got {type(instance).__name__})"
         case _:
             return f"'{field}': {error.message}" if field else error.message

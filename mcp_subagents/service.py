@@ -7,15 +7,22 @@ import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 
-from .definitions import AgentDefinition, Catalog, CatalogLoader, DefinitionSources
-from .errors import UnknownAgentError
+from .definitions import (
+    AgentDefinition,
+    Catalog,
+    CatalogLoader,
+    DefinitionSources,
+    builtin_agents_dir,
+    tool_base_name,
+)
+from .definitions.validate import NEVER_GRANTED
+from .errors import ProviderNotConfiguredError, UnknownAgentError
 from .loop import AgentRun, RunResult, run_agent
 from .models.base import Model
-from .models.providers import ProviderConfig, create_model, provider_config
+from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
 from .prompts import system_prompt
 from .settings import Settings
@@ -24,16 +31,6 @@ from .tools import Tool, ToolContext, builtin_tools
 from .tools.shell import sanitized_environment
 
 logger = logging.getLogger(__name__)
-
-NEVER_GRANTED = frozenset({"Task", "Agent"})
-BUILTIN_AGENTS_DIRS = (
-    Path(__file__).parent / "_builtin_agents",  # wheel install
-    Path(__file__).parent.parent / "agents",  # source checkout / editable install
-)
-
-
-def builtin_agents_dir() -> Path | None:
-    return next((d for d in BUILTIN_AGENTS_DIRS if d.is_dir()), None)
 
 
 def definition_sources(settings: Settings) -> DefinitionSources:
@@ -65,11 +62,8 @@ class TaskArguments:
 def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> tuple[dict[str, Tool], list[str]]:
     """Apply `disallowedTools` first, then `tools`; Task/Agent are never granted. Returns (tools, unknown names)."""
 
-    def base(entry: str) -> str:
-        return entry.split("(", 1)[0].strip()
-
-    disallowed = {base(entry) for entry in definition.disallowed_tools}
-    wanted = list(available) if definition.tools is None else [base(entry) for entry in definition.tools]
+    disallowed = {tool_base_name(entry) for entry in definition.disallowed_tools}
+    wanted = list(available) if definition.tools is None else [tool_base_name(entry) for entry in definition.tools]
     chosen: dict[str, Tool] = {}
     unknown: list[str] = []
     for name in wanted:
@@ -141,8 +135,11 @@ class Subagents:
 
         Raises:
             UnknownAgentError: no such subagent type.
+            ProviderNotConfiguredError: no model provider is configured.
         """
         definition = self.definition(args.subagent_type)
+        if self._model is None and self._provider is None:
+            raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             model = await self.model()

@@ -96,9 +96,7 @@ def _path(raw: str) -> Path:
 
 
 SOURCE_OPTIONS: tuple[_Option, ...] = (
-    _Option(
-        "--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path
-    ),
+    _Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path),
     _Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", _path, repeat=True),
     _Option(
         "--plugin-dir",

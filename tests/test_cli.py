@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_subagents.cli import main
+
+from .support import write_agent
+
+
+def run_cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    return subprocess.run([sys.executable, "-m", "mcp_subagents", *args], capture_output=True, text=True,
+                          env=environ, cwd=cwd or home, timeout=60, check=False)
+
+
+def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
+    script = Path(sys.executable).parent / "mcp-subagents"
+    by_script = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    by_module = run_cli("--help", home=tmp_path)
+    for result in (by_script, by_module):
+        assert result.returncode == 0
+        assert "serve" in result.stdout and "agents" in result.stdout and "run" in result.stdout
+    serve_help = run_cli("serve", "--help", home=tmp_path).stdout
+    for flag in ("--transport", "--host", "--port", "--cwd", "--agents-dir", "--plugin-dir", "--agents",
+                 "--settings", "--model", "--state-dir", "MCP_SUBAGENTS_TRANSPORT"):
+        assert flag in serve_help
+
+
+def test_agents_list_json_shows_agents_and_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    folder = tmp_path / "agents"
+    write_agent(folder, "reviewer", description="Reviews code", extra="tools: Read, Grep\nmodel: opus\n")
+    (folder / "broken.md").write_text("---\nname: [unclosed\n---\nbody\n", encoding="utf-8")
+    main(["agents", "list", "--json", "--agents-dir", str(folder), "--cwd", str(tmp_path)])
+    listing = json.loads(capsys.readouterr().out)
+    by_name = {agent["name"]: agent for agent in listing["agents"]}
+    assert {"general-purpose", "Explore", "Plan", "Bash", "reviewer"} <= set(by_name)
+    reviewer = by_name["reviewer"]
+    assert reviewer["tools"] == ["Read", "Grep"] and reviewer["model"] == "opus"
+    assert reviewer["file"].endswith("reviewer.md") and reviewer["description"] == "Reviews code"
+    assert set(reviewer) == {"name", "source", "model", "tools", "disallowedTools", "description", "file"}
+    assert by_name["Explore"]["source"] == "built-in"
+    assert [Path(e["path"]).name for e in listing["errors"]] == ["broken.md"]
+    assert listing["errors"][0]["error"]
+
+
+def test_agents_list_text_mentions_failures(tmp_path: Path) -> None:
+    folder = tmp_path / "agents"
+    (folder).mkdir()
+    (folder / "nodesc.md").write_text("---\nname: nodesc\n---\nbody\n", encoding="utf-8")
+    result = run_cli("agents", "list", "--agents-dir", str(folder), home=tmp_path)
+    assert result.returncode == 0
+    assert "general-purpose" in result.stdout
+    assert "nodesc.md" in result.stdout and "failed to load" in result.stdout
+
+
+def test_validate_reports_problems_and_exits_1(tmp_path: Path) -> None:
+    good = write_agent(tmp_path / "good", "fine", extra="tools: Read, Bash\n")
+    bad = write_agent(tmp_path / "bad", "odd", extra="tools: Read, Teleport\nmodel: sonet\nflavour: mint\n")
+    ok = run_cli("agents", "validate", str(good), home=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    failed = run_cli("agents", "validate", str(tmp_path / "bad"), str(good), home=tmp_path)
+    assert failed.returncode == 1
+    lines = failed.stdout.splitlines()
+    assert all(line.startswith(f"{bad}: ") for line in lines)
+    joined = failed.stdout
+    assert "Teleport" in joined and "flavour" in joined and "sonet" in joined
+
+
+def test_run_without_a_provider_prints_the_task_error(tmp_path: Path) -> None:
+    result = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), home=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith('<task_error agent="Explore">No model provider is configured')
+
+
+def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path) -> None:
+    environ = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "MCP_SUBAGENTS_PORT": "abc"}
+    result = subprocess.run([sys.executable, "-m", "mcp_subagents", "serve"], capture_output=True, text=True,
+                            env=environ, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "MCP_SUBAGENTS_PORT" in result.stderr
+    assert result.stdout == ""
