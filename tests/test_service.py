@@ -1,0 +1,93 @@
+"""How a Task call is resolved into a run: provider, model id, tools and system prompt."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcp_subagents.definitions import AgentDefinition
+from mcp_subagents.errors import ConfigError
+from mcp_subagents.models.providers import provider_config
+from mcp_subagents.models.resolve import resolve_model_id
+from mcp_subagents.prompts import system_prompt
+from mcp_subagents.service import select_tools
+from mcp_subagents.tools import builtin_tools
+
+
+def definition(**fields: object) -> AgentDefinition:
+    return AgentDefinition(name="a", description="d", prompt="p", source="project", **fields)  # type: ignore[arg-type]
+
+
+def test_provider_is_chosen_by_flag_then_by_which_variables_are_set() -> None:
+    both = {"ANTHROPIC_API_KEY": "sk-very-secret", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}
+    assert provider_config(None, both).name == "anthropic"  # type: ignore[union-attr]
+    assert provider_config("openai", both).name == "openai"  # type: ignore[union-attr]
+    local = provider_config(None, {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"})
+    assert local is not None and local.name == "openai" and local.api_key == "not-needed"
+    assert provider_config(None, {"ANTHROPIC_AUTH_TOKEN": "t"}).api_key == "t"  # type: ignore[union-attr]
+    assert provider_config(None, {}) is None
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        provider_config("anthropic", {})
+    assert "sk-very-secret" not in repr(provider_config(None, both))
+
+
+@pytest.mark.parametrize(("task", "defined", "default", "provider", "expected"), [
+    (None, None, "sonnet", "anthropic", "claude-sonnet-5-5"),
+    (None, "inherit", "opus", "anthropic", "claude-opus-5-5"),
+    (None, "haiku", "sonnet", "anthropic", "claude-haiku-5-5"),
+    ("fable", "haiku", "sonnet", "anthropic", "claude-fable-5-2"),
+    (None, "claude-opus-4-8", "sonnet", "anthropic", "claude-opus-4-8"),
+    (None, "haiku", "llama3.3", "openai", "llama3.3"),
+    (None, "qwen3:8b", "llama3.3", "openai", "qwen3:8b"),
+    ("opus", None, "llama3.3", "openai", "llama3.3"),
+])
+def test_model_resolution(task: str | None, defined: str | None, default: str, provider: str, expected: str) -> None:
+    assert resolve_model_id(task_model=task, definition_model=defined, default_model=default,
+                            provider=provider) == expected
+
+
+def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> None:
+    available = builtin_tools()
+    everything, unknown = select_tools(definition(), available)
+    assert list(everything) == list(available) and unknown == []
+    read_only, _ = select_tools(definition(disallowed_tools=("Write", "Edit", "Bash(git push *)")), available)
+    assert "Write" not in read_only and "Edit" not in read_only and "Bash" not in read_only and "Read" in read_only
+    chosen, unknown = select_tools(
+        definition(tools=("Read", "Bash(git status)", "Task", "Agent(x)", "WebSearch", "Grep"),
+                   disallowed_tools=("Grep",)),
+        available,
+    )
+    assert list(chosen) == ["Read", "Bash"]
+    assert unknown == ["WebSearch"]
+
+
+def test_system_prompt_has_body_environment_and_reminder(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    prompt = system_prompt("You review code.", cwd=tmp_path, critical_reminder="Never push.",
+                           today=dt.date(2026, 11, 22))
+    assert prompt.startswith("You review code.")
+    assert f"Working directory: {tmp_path}" in prompt
+    assert "Is directory a git repo: Yes" in prompt and "Today's date: 2026-11-22" in prompt
+    assert prompt.rstrip().endswith("<critical_reminder>\nNever push.\n</critical_reminder>")
+
+
+def test_starting_the_server_does_not_import_provider_sdks(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from mcp_subagents.cli import ALL_OPTIONS\n"
+        "from mcp_subagents.server import build_server\n"
+        "from mcp_subagents.service import Subagents\n"
+        "from pathlib import Path\n"
+        "from mcp_subagents.settings import Settings\n"
+        f"settings = Settings(cwd=None, state_dir=Path({str(tmp_path)!r}))\n"
+        "app = Subagents(settings, environ={'ANTHROPIC_API_KEY': 'k'})\n"
+        "build_server(app)\n"
+        "app.catalog()\n"
+        "print(sorted(m for m in ('anthropic', 'openai') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
