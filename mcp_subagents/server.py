@@ -130,7 +130,7 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
         record = app.launch(args)
     except ProviderNotConfiguredError as exc:
         return _text(task_error(args.subagent_type, exc.message), is_error=True)
-    if args.run_in_background:
+    if record.background:
         return _text(_launched_text(app, record))
     progress = _ProgressReporter(ctx)
     record.listeners.append(progress)

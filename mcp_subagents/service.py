@@ -19,8 +19,9 @@ from .definitions import (
     tool_base_name,
 )
 from .definitions.validate import NEVER_GRANTED
-from .errors import ProviderNotConfiguredError, UnknownAgentError
+from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, run_agent
+from .messages import Message
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
@@ -29,6 +30,7 @@ from .settings import Settings
 from .tasks import Listener, TaskLimits, TaskManager, TaskRecord
 from .tools import Tool, ToolContext, builtin_tools
 from .tools.shell import sanitized_environment
+from .transcripts import read_history
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +46,12 @@ def definition_sources(settings: Settings) -> DefinitionSources:
         policy_file=settings.policy_file,
         settings_file=settings.settings_file,
     )
+
+
+def secret_values(environ: Mapping[str, str]) -> list[str]:
+    """Values that must never be written anywhere: the provider keys this process can see."""
+    names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
+    return [environ[name] for name in names if len(environ.get(name, "")) >= 8]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +98,7 @@ class Subagents:
                 idle_timeout=settings.idle_timeout,
                 max_result_chars=settings.max_result_chars,
             ),
+            secrets=secret_values(self.environ),
         )
         self.tools = builtin_tools()
         self._model = model
@@ -136,17 +145,37 @@ class Subagents:
         Raises:
             UnknownAgentError: no such subagent type.
             ProviderNotConfiguredError: no model provider is configured.
+            TaskNotFoundError: `resume` names no task.
+            SubagentsError: `resume` names a task that is still running.
         """
-        definition = self.definition(args.subagent_type)
+        history: list[Message] = []
+        if args.resume:
+            previous = self.tasks.get(args.resume)
+            if not previous.finished:
+                raise SubagentsError(
+                    f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
+                    "TaskStop before resuming it."
+                )
+            definition = self.definition(previous.agent)
+            history = read_history(self.tasks.transcript_path(previous.id))
+        else:
+            definition = self.definition(args.subagent_type)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             model = await self.model()
             run = self._prepare_run(definition, args)
-            return await run_agent(run, args.prompt, model=model, on_event=listener)
+            return await run_agent(run, args.prompt, model=model, history=history, on_event=listener)
 
-        return self.tasks.start(agent=definition.name, description=args.description, job=job)
+        return self.tasks.start(
+            agent=definition.name,
+            description=args.description,
+            job=job,
+            background=args.run_in_background or definition.background,
+            resumed_from=args.resume,
+            history=history,
+        )
 
     def _prepare_run(self, definition: AgentDefinition, args: TaskArguments) -> AgentRun:
         cwd = self.settings.working_directory

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,14 +17,17 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .errors import RunError, SubagentsError, TaskNotFoundError
-from .loop import ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted, TurnStarted
-from .messages import Usage
+from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted, TurnStarted
+from .messages import Message, Usage
 from .render import RunStats, task_error, task_result, truncate
+from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
 
 TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
 FINISHED_STATES: frozenset[TaskState] = frozenset({"completed", "failed", "stopped", "interrupted"})
+
+TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 Listener = Callable[[RunEvent], Awaitable[None]]
 Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
@@ -44,7 +48,9 @@ class TaskRecord:
     agent: str
     description: str
     output_path: Path
+    transcript: TranscriptWriter
     state: TaskState = "queued"
+    background: bool = False
     created: float = field(default_factory=time.time)
     resumed_from: str | None = None
     result_text: str | None = None
@@ -78,9 +84,10 @@ class TaskRecord:
 class TaskManager:
     """Owns every task of this server process. Enter `running()` once; it holds the task group."""
 
-    def __init__(self, *, state_dir: Path, limits: TaskLimits) -> None:
+    def __init__(self, *, state_dir: Path, limits: TaskLimits, secrets: Iterable[str] = ()) -> None:
         self.limits = limits
         self.output_dir = state_dir / "tasks"
+        self._secrets = tuple(s for s in secrets if s)
         self._records: dict[str, TaskRecord] = {}
         self._queue: list[str] = []
         self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
@@ -91,6 +98,7 @@ class TaskManager:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         async with anyio.create_task_group() as group:
             self._group = group
+            group.start_soon(self._close_interrupted_transcripts)
             try:
                 yield self
             finally:
@@ -106,10 +114,61 @@ class TaskManager:
         return task_id
 
     def get(self, task_id: str) -> TaskRecord:
-        record = self._records.get(task_id.strip())
+        """A task of this process, or one an earlier server process ran on the same state directory."""
+        task_id = task_id.strip()
+        record = self._records.get(task_id) or self._load_finished(task_id)
         if record is None:
             raise TaskNotFoundError(task_id)
         return record
+
+    def transcript_path(self, task_id: str) -> Path:
+        return self.output_dir / f"{task_id}.jsonl"
+
+    def _load_finished(self, task_id: str) -> TaskRecord | None:
+        path = self.transcript_path(task_id)
+        if not TASK_ID_PATTERN.match(task_id) or not path.is_file():
+            return None
+        summary = read_summary(path)
+        if summary is None:
+            return None
+        header = summary.header
+        record = TaskRecord(
+            id=task_id,
+            agent=header.agent,
+            description=header.description,
+            output_path=self.output_dir / f"{task_id}.output",
+            transcript=TranscriptWriter(path, self._secrets),
+            created=header.created,
+            resumed_from=header.resumed_from,
+        )
+        record.state = summary.state if summary.state in FINISHED_STATES else "interrupted"
+        record.result_text = summary.result_text or task_error(header.agent, _interrupted_message(task_id))
+        record.done.set()
+        self._records[task_id] = record
+        return record
+
+    async def _close_interrupted_transcripts(self) -> None:
+        """Mark tasks an earlier process left running as interrupted, so they report so and can be resumed."""
+
+        def scan() -> list[str]:
+            closed: list[str] = []
+            for path in sorted(self.output_dir.glob("*.jsonl")):
+                summary = read_summary(path)
+                if summary is not None and summary.state == "interrupted" and summary.result_text is None:
+                    message = _interrupted_message(summary.header.task_id)
+                    TranscriptWriter(path, self._secrets).finished(
+                        "interrupted", task_error(summary.header.agent, message)
+                    )
+                    closed.append(summary.header.task_id)
+            return closed
+
+        closed = await anyio.to_thread.run_sync(scan)
+        if closed:
+            logger.warning(
+                "%d task(s) were interrupted when the previous server stopped; resume them with Task resume: %s",
+                len(closed),
+                ", ".join(closed),
+            )
 
     def queue_position(self, record: TaskRecord) -> int | None:
         return self._queue.index(record.id) + 1 if record.id in self._queue else None
@@ -119,22 +178,38 @@ class TaskManager:
         return len(self._queue)
 
     def start(
-        self, *, agent: str, description: str, job: Job, task_id: str | None = None, resumed_from: str | None = None
+        self,
+        *,
+        agent: str,
+        description: str,
+        job: Job,
+        background: bool = False,
+        resumed_from: str | None = None,
+        history: Sequence[Message] = (),
     ) -> TaskRecord:
         if self._group is None:
             raise SubagentsError("The task manager is not running")
-        task_id = task_id or self.new_id()
+        task_id = self.new_id()
         record = TaskRecord(
             id=task_id,
             agent=agent,
             description=description,
+            background=background,
             output_path=self.output_dir / f"{task_id}.output",
+            transcript=TranscriptWriter(self.transcript_path(task_id), self._secrets),
             resumed_from=resumed_from,
         )
         record.scope = anyio.CancelScope()
+        header = TranscriptHeader(
+            task_id=task_id, agent=agent, description=description, created=record.created, resumed_from=resumed_from
+        )
+        record.transcript.header(header)
+        for message in history:
+            record.transcript.message(message)
+        resumed = f" (resuming task {resumed_from})" if resumed_from else ""
+        record.output_path.write_text(f"[task {task_id}] {agent}: {description}{resumed}\n", encoding="utf-8")
         self._records[task_id] = record
         self._queue.append(task_id)
-        record.output_path.write_text(f"[task {task_id}] {agent}: {description}\n", encoding="utf-8")
         self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
         return record
 
@@ -189,6 +264,7 @@ class TaskManager:
                 self._finish_cancelled(record)
             with anyio.CancelScope(shield=True):
                 await self._append_output(record, f"\n{record.result_text}\n")
+                await self._write_transcript(record.transcript.finished, record.state, record.result_text or "")
             record.done.set()
 
     async def _run_watched(self, record: TaskRecord, job: Job) -> None:
@@ -232,6 +308,8 @@ class TaskManager:
             record.usage += event.usage
         elif isinstance(event, ToolStarted):
             record.tool_uses += 1
+        elif isinstance(event, MessageAppended):
+            await self._write_transcript(record.transcript.message, event.message)
         line = _output_line(event)
         if line:
             await self._append_output(record, line)
@@ -241,7 +319,20 @@ class TaskManager:
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
 
+    async def _write_transcript(self, write: Callable[..., None], *args: object) -> None:
+        try:
+            await anyio.to_thread.run_sync(write, *args)
+        except OSError:
+            logger.warning("could not write a transcript line", exc_info=True)
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
     async def _append_output(self, record: TaskRecord, text: str) -> None:
+        text = self._redact(text)
+
         def write() -> None:
             with record.output_path.open("a", encoding="utf-8") as out:
                 out.write(text)
@@ -288,9 +379,20 @@ class TaskManager:
     def _finish_cancelled(self, record: TaskRecord) -> None:
         why = record.stop_requested or "stopped"
         record.state = "interrupted" if why == "interrupted" else "stopped"
-        verb = "was interrupted by a server shutdown" if why == "interrupted" else "was stopped"
-        record.error = f"Task {record.id} {verb} after {record.turn} turn(s) and {record.tool_uses} tool use(s)."
+        if why == "interrupted":
+            record.error = _interrupted_message(record.id)
+        else:
+            record.error = (
+                f"Task {record.id} was stopped after {record.turn} turn(s) and {record.tool_uses} tool "
+                f"use(s). Its output so far is in {record.output_path}."
+            )
         record.result_text = task_error(record.agent, record.error, self._stats(record))
+
+
+def _interrupted_message(task_id: str) -> str:
+    return (
+        f'Task {task_id} was interrupted: the server stopped while it ran. Continue it with Task resume: "{task_id}".'
+    )
 
 
 def _output_line(event: RunEvent) -> str | None:

@@ -10,34 +10,11 @@ import pytest
 
 from mcp_subagents.errors import ToolError
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
+from tests.processes import is_running, wait_until_gone
 
 from .conftest import CallTool
 
 pytestmark = pytest.mark.anyio
-
-
-def is_running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
-
-
-async def wait_until_gone(pid: int) -> None:
-    """Wait for `pid` to terminate, without polling: a pidfd becomes readable when its process exits."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        with anyio.fail_after(5):
-            await anyio.wait_readable(pidfd)
-    finally:
-        os.close(pidfd)
-    assert not is_running(pid)
 
 
 async def test_bash_returns_stdout_then_stderr(call: CallTool) -> None:

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp_subagents.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, UserMessage
+from mcp_subagents.transcripts import (
+    INTERRUPTED_TOOL_RESULT,
+    TranscriptHeader,
+    TranscriptWriter,
+    read_history,
+    read_summary,
+)
+
+HEADER = TranscriptHeader(task_id="t1", agent="Explore", description="look", created=1.0)
+
+
+def test_messages_round_trip_and_the_end_line_gives_the_state(tmp_path: Path) -> None:
+    writer = TranscriptWriter(tmp_path / "t1.jsonl")
+    writer.header(HEADER)
+    messages = [
+        UserMessage(content="hi"),
+        AssistantMessage(parts=(TextPart(text="ok"), ToolCall(id="c", name="Read", arguments={"file_path": "/x"}))),
+        ToolResultMessage(results=()),
+        AssistantMessage(parts=(TextPart(text="done"),)),
+    ]
+    for message in messages:
+        writer.message(message)
+    writer.finished("completed", "<task_result>done</task_result>")
+    assert read_history(tmp_path / "t1.jsonl") == messages
+    summary = read_summary(tmp_path / "t1.jsonl")
+    assert summary is not None and summary.state == "completed" and summary.header == HEADER
+
+
+def test_a_line_cut_short_by_a_crash_is_skipped_and_open_tool_calls_are_closed(tmp_path: Path) -> None:
+    path = tmp_path / "t1.jsonl"
+    writer = TranscriptWriter(path)
+    writer.header(HEADER)
+    writer.message(UserMessage(content="go"))
+    writer.message(AssistantMessage(parts=(ToolCall(id="c1", name="Bash", arguments={"command": "make"}),)))
+    with path.open("a", encoding="utf-8") as out:
+        out.write('{"type": "message", "message": {"role": "tool_res')  # the crash
+    history = read_history(path)
+    assert len(history) == 3
+    closing = history[-1]
+    assert isinstance(closing, ToolResultMessage)
+    assert closing.results[0].call_id == "c1" and closing.results[0].is_error
+    assert closing.results[0].content == INTERRUPTED_TOOL_RESULT
+    summary = read_summary(path)
+    assert summary is not None and summary.state == "interrupted" and summary.result_text is None
+
+
+def test_secrets_are_redacted_from_transcript_lines(tmp_path: Path) -> None:
+    writer = TranscriptWriter(tmp_path / "t.jsonl", redact=["sk-abcdefgh"])
+    writer.header(HEADER)
+    writer.message(UserMessage(content="my key is sk-abcdefgh"))
+    content = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
+    assert "sk-abcdefgh" not in content and "[redacted]" in content
