@@ -6,10 +6,12 @@ import argparse
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
+from mcp import MCPDeprecationWarning
 
 from . import __version__
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError
@@ -59,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
+    # Log notifications and roots are deprecated in the 2026 protocol era but still what 2025-era hosts use.
+    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     logging.basicConfig(
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -23,7 +23,7 @@ from .schemas import (
     validate_arguments,
 )
 from .service import Subagents, TaskArguments
-from .tasks import TaskRecord
+from .tasks import TaskRecord, describe_event
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
         return _text(task_error(args.subagent_type, exc.message), is_error=True)
     if record.background:
         return _text(_launched_text(app, record))
-    progress = _ProgressReporter(ctx)
+    progress = _HostReporter(ctx, record)
     record.listeners.append(progress)
     try:
         finished = await app.tasks.wait(record, app.settings.foreground_deadline)
@@ -147,11 +147,13 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
     return _text(_handover_text(app, record))
 
 
-class _ProgressReporter:
-    """Sends `notifications/progress` for each turn and tool call; a no-op when the host sent no token."""
+class _HostReporter:
+    """Progress for each turn and tool call (a no-op when the host sent no progress token), and log
+    notifications of subagent events for hosts that accept them. Neither is needed for a correct result."""
 
-    def __init__(self, ctx: ServerRequestContext[Any]) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> None:
         self._ctx = ctx
+        self._record = record
         self._count = 0
 
     async def __call__(self, event: RunEvent) -> None:
@@ -160,9 +162,16 @@ class _ProgressReporter:
         elif isinstance(event, ToolStarted):
             message = f"turn {event.turn}: {event.call.name}"
         else:
-            return
-        self._count += 1
-        await self._ctx.session.report_progress(self._count, None, message)
+            message = None
+        if message is not None:
+            self._count += 1
+            await self._ctx.session.report_progress(self._count, None, message)
+        line = describe_event(event)
+        if line is not None:
+            data = {"task_id": self._record.id, "agent": self._record.agent, "event": line.strip()}
+            await self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]
+                "info", data, logger="mcp-subagents", related_request_id=self._ctx.request_id
+            )
 
 
 def _launched_text(app: Subagents, record: TaskRecord) -> str:

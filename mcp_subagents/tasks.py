@@ -310,7 +310,7 @@ class TaskManager:
             record.tool_uses += 1
         elif isinstance(event, MessageAppended):
             await self._write_transcript(record.transcript.message, event.message)
-        line = _output_line(event)
+        line = describe_event(event)
         if line:
             await self._append_output(record, line)
         for listener in list(record.listeners):
@@ -395,7 +395,8 @@ def _interrupted_message(task_id: str) -> str:
     )
 
 
-def _output_line(event: RunEvent) -> str | None:
+def describe_event(event: RunEvent) -> str | None:
+    """One readable line for a turn or tool event (the output file's format), or None for other events."""
     if isinstance(event, ModelResponded):
         calls = ", ".join(call.name for call in event.message.tool_calls)
         text = " ".join(event.message.text.split())

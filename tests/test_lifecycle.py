@@ -248,3 +248,22 @@ async def test_function_model_is_usable_for_tests(tmp_path: Path) -> None:
     async with connected(make_settings(tmp_path), model=model) as client:
         result = await client.call_tool("Task", TASK)
     assert "1 message(s)" in text_of(result)
+
+
+async def test_hosts_that_accept_log_notifications_receive_subagent_events(tmp_path: Path) -> None:
+    logged: list[dict[str, str]] = []
+
+    async def on_log(params: object) -> None:
+        logged.append(params.data)  # type: ignore[attr-defined]
+
+    model = ScriptedModel([tool_call("Glob", {"pattern": "*"}, say="Looking."), text("done")])
+    async with connected(make_settings(tmp_path), mode="legacy", model=model, logging_callback=on_log) as client:
+        await client.call_tool("Task", TASK)
+        with anyio.fail_after(5):
+            while len(logged) < 4:
+                await anyio.lowlevel.checkpoint()
+    events = [entry["event"] for entry in logged]
+    assert events[0].startswith("[turn 1] assistant: Looking. (calls: Glob)")
+    assert events[1].startswith("[turn 1] tool Glob")
+    assert events[2].startswith("[turn 1] Glob -> ok")
+    assert all(entry["agent"] == "general-purpose" for entry in logged)
