@@ -98,7 +98,7 @@ class TaskManager:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         async with anyio.create_task_group() as group:
             self._group = group
-            group.start_soon(self._close_interrupted_transcripts)
+            group.start_soon(self._close_interrupted_transcripts, time.time())
             try:
                 yield self
             finally:
@@ -147,14 +147,16 @@ class TaskManager:
         self._records[task_id] = record
         return record
 
-    async def _close_interrupted_transcripts(self) -> None:
+    async def _close_interrupted_transcripts(self, started: float) -> None:
         """Mark tasks an earlier process left running as interrupted, so they report so and can be resumed."""
 
         def scan() -> list[str]:
             closed: list[str] = []
             for path in sorted(self.output_dir.glob("*.jsonl")):
                 summary = read_summary(path)
-                if summary is not None and summary.state == "interrupted" and summary.result_text is None:
+                if summary is None or summary.header.created >= started:  # this process's own tasks
+                    continue
+                if summary.state == "interrupted" and summary.result_text is None:
                     message = _interrupted_message(summary.header.task_id)
                     TranscriptWriter(path, self._secrets).finished(
                         "interrupted", task_error(summary.header.agent, message)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,12 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"'{where}': {error.get('msg', 'invalid')}"
 
 
+@cache
 def input_schema(model: type[BaseModel]) -> JsonObject:
-    """JSON schema by alias, without pydantic's titles (noise for a model)."""
+    """JSON schema by alias, without pydantic's titles (noise for a model).
+
+    Cached: generating it costs milliseconds and every run asks for every tool's schema. Callers must not mutate it.
+    """
     schema = model.model_json_schema(by_alias=True)
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
