@@ -135,6 +135,12 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         _seconds,
     ),
     _Option(
+        "--model-deadline",
+        "model_deadline",
+        "seconds one model request may take, retries included (default: 900)",
+        _seconds,
+    ),
+    _Option(
         "--permission-mode",
         "permission_mode",
         "default, acceptEdits, dontAsk, bypassPermissions or plan",
