@@ -9,10 +9,17 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
+ECHO = types.Tool(
+    name="echo",
+    description="Echo the text back",
+    input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+)
 
-async def list_tools(_ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-    tool = types.Tool(name="echo", description="Echo the text back", input_schema={"type": "object", "properties": {"text": {"type": "string"}}})
-    return types.ListToolsResult(tools=[tool])
+
+async def list_tools(
+    _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=[ECHO])
 
 
 async def call_tool(_ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, cast
 
 from .errors import InvalidArgumentsError, UnknownAgentError
 from .messages import JsonObject
 from .models.resolve import TASK_MODEL_CHOICES
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 TASK_OUTPUT_MAX_TIMEOUT_MS = 600_000
 TASK_OUTPUT_DEFAULT_TIMEOUT_MS = 30_000
@@ -85,6 +85,8 @@ def validate_arguments(tool: str, schema: JsonObject, arguments: dict[str, Any])
         UnknownAgentError: Task's subagent_type is not a loaded agent.
         InvalidArgumentsError: anything else, naming the field and what it accepts.
     """
+    from jsonschema import Draft202012Validator  # 30 ms to import: not on the start-up path
+
     validator: Any = Draft202012Validator(schema)
     found: list[ValidationError] = list(validator.iter_errors(arguments))
     errors = sorted(found, key=lambda e: [str(part) for part in e.absolute_path])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import codecs
-import difflib
 import mimetypes
 import os
 import stat
@@ -235,6 +234,8 @@ def _similar_paths(path: Path, *, max_entries: int = 2000) -> list[Path]:
     except OSError:
         return []
     same_stem = [name for name in names if Path(name).stem == path.stem and name != path.name]
+    import difflib  # only on a miss: keeps it off the start-up path
+
     close = difflib.get_close_matches(path.name, names, n=3, cutoff=0.7)
     ordered = list(dict.fromkeys([*same_stem, *close]))[:3]
     return [path.parent / name for name in ordered]

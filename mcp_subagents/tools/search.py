@@ -11,13 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 from pydantic import Field
-from wcmatch import glob as wcglob
+
+if TYPE_CHECKING:
+    from wcmatch.glob import WcMatcher
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput
@@ -30,7 +32,6 @@ RIPGREP_TIMEOUT_SECONDS = 60.0
 MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_RIPGREP_STDERR_BYTES = 64 * 1024
 
-_GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE
 # Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
 _WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
 # Must come after any other --glob: with rg, the last matching glob wins.
@@ -173,7 +174,7 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     completed = await _run_ripgrep(ctx, ["--files", *_WALK_OPTIONS, *_SKIP_GIT_DIRECTORY], cwd=root)
     if completed.returncode == 2 and not completed.stdout:
         raise ToolError(f"Listing files failed: {completed.error_text()}")
-    matcher = wcglob.compile(rest, flags=_GLOB_FLAGS)
+    matcher = _glob_matcher(rest)
     candidates = completed.lines()
     matches = await anyio.to_thread.run_sync(partial(_matching_newest_first, root, candidates, matcher))
     incomplete = (
@@ -192,16 +193,31 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     )
 
 
-def _matching_newest_first(root: Path, relative_paths: list[str], matcher: wcglob.WcMatcher[str]) -> list[Path]:
+def _glob_flags() -> int:
+    from wcmatch import glob as wcglob  # imported on first use: keeps it off the server's start-up path
+
+    return wcglob.GLOBSTAR | wcglob.BRACE
+
+
+def _glob_matcher(pattern: str) -> WcMatcher[str]:
+    from wcmatch import glob as wcglob
+
+    return wcglob.compile(pattern, flags=_glob_flags())
+
+
+def _matching_newest_first(root: Path, relative_paths: list[str], matcher: WcMatcher[str]) -> list[Path]:
     return _newest_first([root / rel for rel in relative_paths if matcher.match(rel)])
 
 
 def _split_literal_prefix(pattern: str) -> tuple[str, str]:
     """Split `src/app/**/*.ts` into the directory to walk (`src/app`) and what to match there (`**/*.ts`)."""
+    from wcmatch import glob as wcglob
+
+    flags = _glob_flags()
     parts = pattern.split("/")
     literal: list[str] = []
     for index, part in enumerate(parts):
-        if wcglob.is_magic(part, flags=_GLOB_FLAGS):
+        if wcglob.is_magic(part, flags=flags):
             return "/".join(literal) or ("/" if pattern.startswith("/") else ""), "/".join(parts[index:])
         literal.append(part)
     return pattern, ""
