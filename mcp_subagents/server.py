@@ -15,6 +15,7 @@ from .definitions import tools_summary
 from .errors import InvalidArgumentsError, ProviderNotConfiguredError, SubagentsError
 from .loop import RunEvent, ToolStarted, TurnStarted
 from .render import AgentLine, task_description, task_error
+from .roots import host_roots
 from .schemas import (
     TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
     TASK_OUTPUT_SCHEMA,
@@ -127,7 +128,7 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
     validate_arguments("Task", task_schema(list(app.catalog().names())), arguments)
     args = TaskArguments(**arguments)
     try:
-        record = app.launch(args)
+        record = app.launch(args, roots=await host_roots(ctx.session))
     except ProviderNotConfiguredError as exc:
         return _text(task_error(args.subagent_type, exc.message), is_error=True)
     if record.background:

@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 
@@ -139,7 +140,7 @@ class Subagents:
                 self._model = await create_model(self._provider, deadline=self.settings.model_deadline)
             return self._model
 
-    def launch(self, args: TaskArguments) -> TaskRecord:
+    def launch(self, args: TaskArguments, *, roots: tuple[Path, ...] = ()) -> TaskRecord:
         """Start a task in the manager; returns at once.
 
         Raises:
@@ -165,7 +166,7 @@ class Subagents:
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             model = await self.model()
-            run = self._prepare_run(definition, args)
+            run = self._prepare_run(definition, args, roots)
             return await run_agent(run, args.prompt, model=model, history=history, on_event=listener)
 
         return self.tasks.start(
@@ -177,8 +178,10 @@ class Subagents:
             history=history,
         )
 
-    def _prepare_run(self, definition: AgentDefinition, args: TaskArguments) -> AgentRun:
-        cwd = self.settings.working_directory
+    def _prepare_run(self, definition: AgentDefinition, args: TaskArguments, roots: tuple[Path, ...]) -> AgentRun:
+        # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.
+        cwd = self.settings.cwd or (roots[0] if roots else self.settings.working_directory)
+        allowed = (cwd, *(root for root in roots if root != cwd))
         tools, unknown = select_tools(definition, self.tools)
         for name in unknown:
             if (definition.name, name) not in self._reported_unknown:
@@ -197,7 +200,7 @@ class Subagents:
                 provider=self.provider_name,
             ),
             tools=tools,
-            context=ToolContext(cwd=cwd, allowed_roots=(cwd,), env=sanitized_environment(self.environ)),
+            context=ToolContext(cwd=cwd, allowed_roots=allowed, env=sanitized_environment(self.environ)),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
         )
