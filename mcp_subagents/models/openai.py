@@ -1,8 +1,6 @@
 """The adapter for OpenAI-compatible chat-completions endpoints: OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter.
 
-Fault policy as in the Anthropic adapter: the SDK retries 408/409/429/5xx and connection errors (`max_retries`), this
-adapter retries errors that arrive in the middle of a stream (`stream_error_retries`), and one overall `deadline`
-bounds everything. Whatever is left is raised as `ModelAPIError`.
+Fault policy as in `_adapter`; what breaks a stream part-way is an `{"error": ...}` chunk or a dropped connection.
 
 Tool-call arguments that are not a JSON object become `{INVALID_JSON_KEY: raw_text}`: the loop's schema validation
 then rejects the call with a readable message the model can act on, and the raw text goes back to the endpoint
@@ -14,9 +12,9 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
-import anyio
 import httpx2
 import openai
 from openai.types import CompletionUsage
@@ -34,94 +32,33 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ._adapter import SdkAdapter, StreamBroken
 from .base import ModelRequest, ModelResponse, StopReason
 
 INVALID_JSON_KEY = "__invalid_json__"
 """The one key of a tool call's arguments when the model sent arguments that are not a JSON object."""
 
-_MAX_BACKOFF = 4.0
-_CONNECT_TIMEOUT = 10.0
-_FATAL_ERROR_TYPES = frozenset(
-    {"invalid_request_error", "authentication_error", "permission_error", "not_found_error", "billing_error"}
-)
 
-
-class _StreamBroken(Exception):
-    """The response started (status 200) and then failed part-way: an error chunk or a dropped connection."""
-
-    def __init__(self, cause: Exception) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-class OpenAIModel:
+class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
     """A `Model` backed by an OpenAI-compatible `/chat/completions` endpoint. `base_url` includes `/v1`."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str,
-        base_url: str | None = None,
-        max_retries: int = 2,
-        request_timeout: float = 600.0,
-        deadline: float = 900.0,
-        stream_error_retries: int = 2,
-        strict_validation: bool = False,
-        stream_error_backoff: float = 0.5,
-    ) -> None:
-        self._api_key = api_key
-        self._base_url = base_url
-        self._max_retries = max_retries
-        self._request_timeout = request_timeout
-        self._deadline = deadline
-        self._stream_error_retries = stream_error_retries
-        self._stream_error_backoff = stream_error_backoff
-        self._strict_validation = strict_validation
-        self._client: openai.AsyncOpenAI | None = None
+    _api = "OpenAI API"
+    _key_variable = "OPENAI_API_KEY"
+    _sdk_error = openai.OpenAIError
+    _sdk_timeout_error = openai.APITimeoutError
+    _sdk_connection_error = openai.APIConnectionError
 
     @property
     def provider(self) -> str:
         return "openai"
 
-    async def aclose(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+    def _open_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(**self._client_options())
 
-    async def request(self, request: ModelRequest, /) -> ModelResponse:
-        try:
-            with anyio.fail_after(self._deadline):
-                return await self._stream_with_retries(request)
-        except TimeoutError:
-            raise ModelAPIError(
-                f"OpenAI API request timed out after {self._deadline:g} s (deadline over all retries)", retryable=True
-            ) from None
-
-    def _client_for_request(self) -> openai.AsyncOpenAI:
-        if self._client is None:
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key,
-                base_url=self._base_url,
-                max_retries=self._max_retries,
-                timeout=httpx2.Timeout(self._request_timeout, connect=min(_CONNECT_TIMEOUT, self._request_timeout)),
-                _strict_response_validation=self._strict_validation,
-            )
-        return self._client
-
-    async def _stream_with_retries(self, request: ModelRequest) -> ModelResponse:
+    async def _request(self, request: ModelRequest) -> ModelResponse:
         messages = to_openai_messages(request.system, request.messages)
         tools = to_openai_tools(request.tools)
-        attempt = 0
-        while True:
-            try:
-                return await self._stream_once(request, messages, tools)
-            except _StreamBroken as broken:
-                if attempt >= self._stream_error_retries or _error_type(broken.cause) in _FATAL_ERROR_TYPES:
-                    raise self._error(broken.cause, mid_stream=True) from None
-                await anyio.sleep(min(self._stream_error_backoff * 2**attempt, _MAX_BACKOFF))
-                attempt += 1
-            except openai.OpenAIError as exc:
-                raise self._error(exc) from None
+        return await self._retrying_broken_streams(partial(self._stream_once, request, messages, tools))
 
     async def _stream_once(
         self,
@@ -145,43 +82,22 @@ class OpenAIModel:
             except openai.APIResponseValidationError:
                 raise
             except (openai.APIError, httpx2.TransportError) as exc:
-                raise _StreamBroken(exc) from exc
+                raise StreamBroken(exc) from exc
         return reply.response()
 
-    def _error(self, exc: Exception, *, mid_stream: bool = False) -> ModelAPIError:
+    @staticmethod
+    def _error_type(exc: Exception) -> str | None:
+        return exc.type if isinstance(exc, openai.APIError) else None
+
+    def _provider_error(self, exc: Exception, *, mid_stream: bool) -> ModelAPIError | None:
         if mid_stream and _is_error_chunk(exc):
             assert isinstance(exc, openai.APIError)
-            kind = f" {exc.type}" if exc.type else ""
-            message = f"OpenAI API stream error{kind}: {exc.message}"
-            return self._make(message, None, exc.type not in _FATAL_ERROR_TYPES)
+            return self._stream_error(exc.type, exc.message)
         if isinstance(exc, openai.APIStatusError):
-            detail = _detail(exc.body) or exc.message
-            kind = f" {exc.type}" if exc.type else ""
-            request_id = f" (request {exc.request_id})" if exc.request_id else ""
-            status = exc.status_code
-            if status == 401:
-                message = f"OpenAI API rejected the API key (401{kind}: {detail}){request_id}. Check OPENAI_API_KEY."
-            elif status in (400, 403, 404, 413, 422):
-                message = f"OpenAI API rejected the request ({status}{kind}: {detail}){request_id}"
-            else:
-                message = f"OpenAI API error {status}{kind}: {detail}{request_id}"
-            return self._make(message, status, status in (408, 409, 429) or status >= 500)
-        if isinstance(exc, openai.APITimeoutError | httpx2.TimeoutException):
-            message = f"OpenAI API request timed out (no response within {self._request_timeout:g} s)"
-            return self._make(message, None, True)
-        if isinstance(exc, openai.APIConnectionError | httpx2.TransportError):
-            if mid_stream:
-                return self._make(f"OpenAI API stream was interrupted: {_cause(exc)}", None, True)
-            return self._make(f"Could not connect to the OpenAI API at {self._url()}: {_cause(exc)}", None, True)
+            return self._status_error(exc.status_code, exc.type, _detail(exc.body) or exc.message, exc.request_id)
         if isinstance(exc, openai.APIResponseValidationError):
-            return self._make(f"OpenAI API returned a malformed response: {exc.message}", exc.status_code, False)
-        return self._make(f"OpenAI API call failed: {exc}", None, False)
-
-    def _make(self, message: str, status_code: int | None, retryable: bool) -> ModelAPIError:
-        return ModelAPIError(_redact(message, self._api_key), status_code=status_code, retryable=retryable)
-
-    def _url(self) -> str:
-        return str(self._client.base_url) if self._client is not None else (self._base_url or "the default URL")
+            return self._malformed_response(exc.message, exc.status_code)
+        return None
 
 
 @dataclass
@@ -324,21 +240,8 @@ def _is_error_chunk(exc: Exception) -> bool:
     return isinstance(exc, openai.APIError) and not isinstance(exc, special)
 
 
-def _error_type(exc: Exception) -> str | None:
-    return exc.type if isinstance(exc, openai.APIError) else None
-
-
 def _detail(body: object) -> str:
     if isinstance(body, dict):
         message = cast(dict[str, object], body).get("message")
         return message if isinstance(message, str) else ""
     return body.strip()[:500] if isinstance(body, str) else ""
-
-
-def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return str(cause) if cause is not None and str(cause) else str(exc)
-
-
-def _redact(message: str, secret: str) -> str:
-    return message.replace(secret, "[redacted]") if len(secret) >= 4 else message

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import anthropic
-import anyio
 import pytest
 
-from mcp_subagents.errors import ModelAPIError
 from mcp_subagents.messages import (
     AssistantMessage,
-    Message,
     TextPart,
     ToolCall,
     ToolDefinition,
@@ -24,69 +18,20 @@ from mcp_subagents.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from mcp_subagents.models.anthropic import AnthropicModel
-from mcp_subagents.models.base import ModelRequest
-from tests.fakes.fake_llm import FakeLLM, error, hang, refusal, text, tool_use, turn
+from tests.fakes.fake_llm import FakeLLM, error, refusal, text, tool_use, turn
+from tests.models.adapters import ANTHROPIC, READ, MakeModel, Provider
 
 pytestmark = pytest.mark.anyio
 
-KEY = "sk-ant-test-0123456789"
-OVERLOADED = {"type": "overloaded_error", "message": "Overloaded"}
-FAST_RETRY = {"retry-after-ms": "1"}
-READ = ToolDefinition(
-    name="Read",
-    description="Read a file",
-    input_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-)
+KEY = ANTHROPIC.key
 GREP = ToolDefinition(name="Grep", description="Search files")
-
-MakeModel = Callable[..., AnthropicModel]
+ask = ANTHROPIC.ask
+failure = ANTHROPIC.failure
 
 
 @pytest.fixture
-async def make_model(fake: FakeLLM) -> AsyncIterator[MakeModel]:
-    models: list[AnthropicModel] = []
-
-    def make(**overrides: Any) -> AnthropicModel:
-        options: dict[str, Any] = {
-            "api_key": KEY,
-            "base_url": fake.url,
-            "max_retries": 0,
-            "strict_validation": True,
-            "stream_error_backoff": 0.001,
-            **overrides,
-        }
-        models.append(AnthropicModel(**options))
-        return models[-1]
-
-    yield make
-    for model in models:
-        await model.aclose()
-
-
-def ask(
-    *messages: Message, system: str = "You are a subagent.", tools: tuple[ToolDefinition, ...] = ()
-) -> ModelRequest:
-    return ModelRequest(
-        model="claude-sonnet-5-5",
-        system=system,
-        messages=messages or (UserMessage(content="Hello"),),
-        tools=tools,
-        max_tokens=1024,
-    )
-
-
-def unused_url() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
-async def failure(model: AnthropicModel, request: ModelRequest | None = None) -> ModelAPIError:
-    with anyio.fail_after(10), pytest.raises(ModelAPIError) as caught:
-        await model.request(request or ask())
-    assert KEY not in str(caught.value)
-    return caught.value
+def provider() -> Provider:
+    return ANTHROPIC
 
 
 async def test_text_reply(fake: FakeLLM, make_model: MakeModel) -> None:
@@ -280,47 +225,6 @@ async def test_unparseable_tool_input_is_a_model_api_error(fake: FakeLLM, make_m
     assert "could not be parsed" in err.message
 
 
-async def test_overloaded_529_is_retried_by_the_sdk(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(error(529, headers=FAST_RETRY), turn(text("recovered")))
-
-    response = await make_model(max_retries=2).request(ask())
-
-    assert response.parts == (TextPart(text="recovered"),)
-    assert [r["headers"]["x-stainless-retry-count"] for r in fake.requests] == ["0", "1"]
-
-
-async def test_rate_limit_exhausted_raises_with_the_provider_message(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(*[error(429, message="Number of request tokens has exceeded your rate limit", headers=FAST_RETRY)] * 2)
-
-    err = await failure(make_model(max_retries=1))
-
-    assert len(fake.requests) == 2
-    assert err.status_code == 429
-    assert err.retryable
-    assert "429 rate_limit_error: Number of request tokens has exceeded your rate limit" in err.message
-    assert "(request req_fake_" in err.message
-
-
-async def test_mid_stream_error_is_retried(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(turn(text("partial answer"), stream_error=OVERLOADED), turn(text("full answer")))
-
-    response = await make_model(stream_error_retries=2).request(ask())
-
-    assert response.parts == (TextPart(text="full answer"),)
-    assert len(fake.requests) == 2
-
-
-async def test_mid_stream_error_exhausted_raises(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(*[turn(text("partial"), stream_error=OVERLOADED)] * 3)
-
-    err = await failure(make_model(stream_error_retries=2))
-
-    assert len(fake.requests) == 3
-    assert err.retryable
-    assert "overloaded_error" in err.message
-    assert "Overloaded" in err.message
-
-
 async def test_mid_stream_invalid_request_is_not_retried(fake: FakeLLM, make_model: MakeModel) -> None:
     fake.push(turn(text("x"), stream_error={"type": "invalid_request_error", "message": "prompt is too long"}))
 
@@ -331,18 +235,6 @@ async def test_mid_stream_invalid_request_is_not_retried(fake: FakeLLM, make_mod
     assert "prompt is too long" in err.message
 
 
-async def test_authentication_error_is_clear_and_not_retried(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(error(401, message=f"invalid x-api-key {KEY}"), turn(text("never served")))
-
-    err = await failure(make_model(max_retries=2))
-
-    assert len(fake.requests) == 1
-    assert err.status_code == 401
-    assert not err.retryable
-    assert "rejected the API key" in err.message
-    assert "ANTHROPIC_API_KEY" in err.message
-
-
 async def test_bad_request_is_not_retried(fake: FakeLLM, make_model: MakeModel) -> None:
     fake.push(error(400, message="max_tokens: must be at most 64000"))
 
@@ -351,34 +243,6 @@ async def test_bad_request_is_not_retried(fake: FakeLLM, make_model: MakeModel) 
     assert len(fake.requests) == 1
     assert err.status_code == 400
     assert "rejected the request (400 invalid_request_error: max_tokens: must be at most 64000)" in err.message
-
-
-async def test_connection_refused(make_model: MakeModel) -> None:
-    url = unused_url()
-
-    err = await failure(make_model(base_url=url, max_retries=0))
-
-    assert err.retryable
-    assert f"Could not connect to the Anthropic API at {url}" in err.message
-
-
-async def test_deadline_bounds_a_hanging_server(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(hang())
-    started = time.monotonic()
-
-    err = await failure(make_model(deadline=0.5, max_retries=0))
-
-    assert 0.4 < time.monotonic() - started < 3
-    assert err.retryable
-    assert "timed out after 0.5 s" in err.message
-
-
-async def test_deadline_bounds_a_stream_that_stalls(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(hang(after_start=True))
-
-    err = await failure(make_model(deadline=0.3))
-
-    assert "timed out" in err.message
 
 
 async def test_deadline_covers_the_sdk_retry_waits(fake: FakeLLM, make_model: MakeModel) -> None:

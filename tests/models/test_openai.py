@@ -2,88 +2,30 @@
 
 from __future__ import annotations
 
-import socket
-import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
-
-import anyio
 import openai
 import pytest
 
-from mcp_subagents.errors import ModelAPIError
 from mcp_subagents.messages import (
     AssistantMessage,
-    Message,
     TextPart,
     ToolCall,
-    ToolDefinition,
     ToolResult,
     ToolResultMessage,
     UserMessage,
 )
-from mcp_subagents.models.base import ModelRequest
-from mcp_subagents.models.openai import INVALID_JSON_KEY, OpenAIModel
-from tests.fakes.fake_llm import FakeLLM, error, hang, refusal, text, tool_use, turn
+from mcp_subagents.models.openai import INVALID_JSON_KEY
+from tests.fakes.fake_llm import FakeLLM, refusal, text, tool_use, turn
+from tests.models.adapters import OPENAI, READ, MakeModel, Provider
 
 pytestmark = pytest.mark.anyio
 
-KEY = "sk-proj-test-0123456789"
-OVERLOADED = {"type": "overloaded_error", "message": "Overloaded"}
-FAST_RETRY = {"retry-after-ms": "1"}
-READ = ToolDefinition(
-    name="Read",
-    description="Read a file",
-    input_schema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-)
-
-MakeModel = Callable[..., OpenAIModel]
+KEY = OPENAI.key
+ask = OPENAI.ask
 
 
 @pytest.fixture
-async def make_model(fake: FakeLLM) -> AsyncIterator[MakeModel]:
-    models: list[OpenAIModel] = []
-
-    def make(**overrides: Any) -> OpenAIModel:
-        options: dict[str, Any] = {
-            "api_key": KEY,
-            "base_url": fake.url + "/v1",
-            "max_retries": 0,
-            "strict_validation": True,
-            "stream_error_backoff": 0.001,
-            **overrides,
-        }
-        models.append(OpenAIModel(**options))
-        return models[-1]
-
-    yield make
-    for model in models:
-        await model.aclose()
-
-
-def ask(
-    *messages: Message, system: str = "You are a subagent.", tools: tuple[ToolDefinition, ...] = ()
-) -> ModelRequest:
-    return ModelRequest(
-        model="qwen3:8b",
-        system=system,
-        messages=messages or (UserMessage(content="Hello"),),
-        tools=tools,
-        max_tokens=512,
-    )
-
-
-def unused_url() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/v1"
-
-
-async def failure(model: OpenAIModel, request: ModelRequest | None = None) -> ModelAPIError:
-    with anyio.fail_after(10), pytest.raises(ModelAPIError) as caught:
-        await model.request(request or ask())
-    assert KEY not in str(caught.value)
-    return caught.value
+def provider() -> Provider:
+    return OPENAI
 
 
 async def test_text_reply(fake: FakeLLM, make_model: MakeModel) -> None:
@@ -260,85 +202,6 @@ async def test_truncated_tool_json_at_length_does_not_crash(fake: FakeLLM, make_
     call = response.parts[-1]
     assert isinstance(call, ToolCall)
     assert INVALID_JSON_KEY in call.arguments
-
-
-async def test_server_error_is_retried_by_the_sdk(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(error(529, headers=FAST_RETRY), error(500, headers=FAST_RETRY), turn(text("recovered")))
-
-    response = await make_model(max_retries=2).request(ask())
-
-    assert response.parts == (TextPart(text="recovered"),)
-    assert len(fake.requests) == 3
-
-
-async def test_rate_limit_exhausted_raises_with_the_provider_message(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(*[error(429, message="Rate limit reached for requests", headers=FAST_RETRY)] * 2)
-
-    err = await failure(make_model(max_retries=1))
-
-    assert len(fake.requests) == 2
-    assert err.status_code == 429
-    assert err.retryable
-    assert "429 rate_limit_error: Rate limit reached for requests" in err.message
-
-
-async def test_mid_stream_error_is_retried(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(turn(text("partial answer"), stream_error=OVERLOADED), turn(text("full answer")))
-
-    response = await make_model().request(ask())
-
-    assert response.parts == (TextPart(text="full answer"),)
-    assert len(fake.requests) == 2
-
-
-async def test_mid_stream_error_exhausted_raises(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(*[turn(text("partial"), stream_error=OVERLOADED)] * 2)
-
-    err = await failure(make_model(stream_error_retries=1))
-
-    assert len(fake.requests) == 2
-    assert err.retryable
-    assert "stream error overloaded_error: Overloaded" in err.message
-
-
-async def test_authentication_error_is_clear_and_not_retried(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(error(401, message=f"Incorrect API key provided: {KEY}"), turn(text("never served")))
-
-    err = await failure(make_model(max_retries=2))
-
-    assert len(fake.requests) == 1
-    assert err.status_code == 401
-    assert not err.retryable
-    assert "rejected the API key" in err.message
-    assert "[redacted]" in err.message
-
-
-async def test_connection_refused(make_model: MakeModel) -> None:
-    url = unused_url()
-
-    err = await failure(make_model(base_url=url))
-
-    assert err.retryable
-    assert f"Could not connect to the OpenAI API at {url}" in err.message
-
-
-async def test_deadline_bounds_a_hanging_server(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(hang())
-    started = time.monotonic()
-
-    err = await failure(make_model(deadline=0.5))
-
-    assert 0.4 < time.monotonic() - started < 3
-    assert err.retryable
-    assert "timed out after 0.5 s" in err.message
-
-
-async def test_deadline_bounds_a_stream_that_stalls(fake: FakeLLM, make_model: MakeModel) -> None:
-    fake.push(hang(after_start=True))
-
-    err = await failure(make_model(deadline=0.3))
-
-    assert "timed out" in err.message
 
 
 async def test_fake_serves_plain_json_that_passes_strict_validation(fake: FakeLLM) -> None:
