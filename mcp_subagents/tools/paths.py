@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -16,14 +17,15 @@ def resolve_path(ctx: ToolContext, raw: str, *, purpose: PathPurpose) -> Path:
     """Resolve `raw` (absolute, relative to `ctx.cwd`, or `~`-prefixed) with symlinks followed.
 
     Raises:
-        ToolError: the path is empty or malformed, or it (or, for writing, its parent) resolves
-            outside every allowed root.
+        ToolError: the path is empty or malformed, it (or, for writing, its parent) resolves outside
+            every allowed root, or it is an existing regular file with more than one hard link.
     """
     resolved = _real_path(_absolute(ctx, raw))
     _require_inside_roots(ctx, raw, resolved)
     if purpose == "write":
         # A dangling symlink or a symlinked directory can point a new file outside the roots.
         _require_inside_roots(ctx, raw, _real_path(resolved.parent))
+    _refuse_hard_link(raw, resolved)
     return resolved
 
 
@@ -42,6 +44,29 @@ def _absolute(ctx: ToolContext, raw: str) -> Path:
 
 def _real_path(path: Path) -> Path:
     return Path(os.path.realpath(path))
+
+
+def is_hard_linked(path: Path) -> bool:
+    """A regular file with more than one name. Unlike a symlink, a hard link does not say where its other names
+    are: one of them may be outside the allowed roots."""
+    return _link_count(path) > 1
+
+
+def _link_count(path: Path) -> int:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return 0
+    return info.st_nlink if stat.S_ISREG(info.st_mode) else 0
+
+
+def _refuse_hard_link(raw: str, resolved: Path) -> None:
+    links = _link_count(resolved)
+    if links > 1:
+        raise ToolError(
+            f"Path '{raw}' is a file with {links} hard links. A hard link can reach a file outside the "
+            "working directory, so file tools do not read or write files that have more than one link."
+        )
 
 
 def _require_inside_roots(ctx: ToolContext, raw: str, resolved: Path) -> None:

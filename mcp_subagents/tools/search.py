@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput
-from .paths import resolve_path
+from .paths import is_hard_linked, resolve_path
 
 GLOB_MAX_RESULTS = 100
 GREP_DEFAULT_HEAD_LIMIT = 250
@@ -321,12 +321,24 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     completed = await _run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    lines = completed.lines()
-    if completed.returncode not in (0, 1) and not lines:
+    records = _split_records(completed.stdout.decode("utf-8", errors="replace"), args.output_mode)
+    if completed.stdout_overflowed and records:
+        records.pop()  # possibly cut in the middle
+    if completed.returncode not in (0, 1) and not records:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
+    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records)
     if args.output_mode == "files_with_matches":
-        lines = [str(path) for path in await anyio.to_thread.run_sync(_newest_first, [Path(line) for line in lines])]
+        paths = await anyio.to_thread.run_sync(_newest_first, [Path(path) for path, _ in records if path is not None])
+        lines = [str(path) for path in paths]
+    else:
+        lines = _join_records(records, line_numbers=args.line_numbers)
+    if not lines:
+        return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
     text = _render_grep(args, lines)
+    if skipped:
+        text += (
+            f"\n({len(skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the allowed area.)"
+        )
     if completed.stdout_overflowed:
         text += f"\n(ripgrep printed more than {MAX_RIPGREP_OUTPUT_BYTES // (1024 * 1024)} MiB; the rest was dropped.)"
     if completed.returncode == 2:
@@ -334,8 +346,68 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     return text
 
 
+_Record = tuple[str | None, str]
+"""(file path, the rest of the line); no path for rg's `--` context separators."""
+
+
+def _split_records(output: str, mode: OutputMode) -> list[_Record]:
+    """Parse `--null` output, where every file path is followed by a NUL byte, so paths are exact."""
+    if mode == "files_with_matches":
+        return [(path, "") for path in output.split("\0") if path.strip("\n")]
+    records: list[_Record] = []
+    for line in output.split("\n"):
+        path, nul, rest = line.partition("\0")
+        if nul:
+            records.append((path, rest))
+        elif line:
+            records.append((None, line))
+    return records
+
+
+def _without_hard_links(records: list[_Record]) -> tuple[list[_Record], set[str]]:
+    """Drop results from files with more than one link: the other link may be outside the allowed area."""
+    skipped: set[str] = set()
+    checked: dict[str, bool] = {}
+    kept: list[_Record] = []
+    for path, rest in records:
+        if path is not None:
+            if path not in checked:
+                checked[path] = is_hard_linked(Path(path))
+            if checked[path]:
+                skipped.add(path)
+                continue
+        kept.append((path, rest))
+    return _tidy_separators(kept), skipped
+
+
+def _tidy_separators(records: list[_Record]) -> list[_Record]:
+    tidy: list[_Record] = []
+    for record in records:
+        if record[0] is None and (not tidy or tidy[-1][0] is None):
+            continue
+        tidy.append(record)
+    while tidy and tidy[-1][0] is None:
+        tidy.pop()
+    return tidy
+
+
+_CONTEXT_LINE = re.compile(r"^\d+-")
+
+
+def _join_records(records: list[_Record], *, line_numbers: bool) -> list[str]:
+    """Back to rg's usual `path:line` form (`path-line` for context lines when numbered)."""
+    lines: list[str] = []
+    for path, rest in records:
+        if path is None:
+            lines.append(rest)
+        else:
+            separator = "-" if line_numbers and _CONTEXT_LINE.match(rest) else ":"
+            lines.append(f"{path}{separator}{rest}")
+    return lines
+
+
 def _grep_options(args: GrepInput) -> list[str]:
-    options = ["--max-columns", str(GREP_MAX_COLUMNS), "--max-columns-preview"]
+    options = ["--null", "--max-columns", str(GREP_MAX_COLUMNS), "--max-columns-preview"]
     if args.multiline:
         options += ["--multiline", "--multiline-dotall"]
     if args.ignore_case:
