@@ -15,8 +15,15 @@ from .support import write_agent
 
 def run_cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     environ = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    return subprocess.run([sys.executable, "-m", "mcp_subagents", *args], capture_output=True, text=True,
-                          env=environ, cwd=cwd or home, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_subagents", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=cwd or home,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
@@ -27,13 +34,25 @@ def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
         assert result.returncode == 0
         assert "serve" in result.stdout and "agents" in result.stdout and "run" in result.stdout
     serve_help = run_cli("serve", "--help", home=tmp_path).stdout
-    for flag in ("--transport", "--host", "--port", "--cwd", "--agents-dir", "--plugin-dir", "--agents",
-                 "--settings", "--model", "--state-dir", "MCP_SUBAGENTS_TRANSPORT"):
+    for flag in (
+        "--transport",
+        "--host",
+        "--port",
+        "--cwd",
+        "--agents-dir",
+        "--plugin-dir",
+        "--agents",
+        "--settings",
+        "--model",
+        "--state-dir",
+        "MCP_SUBAGENTS_TRANSPORT",
+    ):
         assert flag in serve_help
 
 
-def test_agents_list_json_shows_agents_and_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_agents_list_json_shows_agents_and_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     folder = tmp_path / "agents"
     write_agent(folder, "reviewer", description="Reviews code", extra="tools: Read, Grep\nmodel: opus\n")
@@ -82,8 +101,14 @@ def test_run_without_a_provider_prints_the_task_error(tmp_path: Path) -> None:
 
 def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path) -> None:
     environ = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "MCP_SUBAGENTS_PORT": "abc"}
-    result = subprocess.run([sys.executable, "-m", "mcp_subagents", "serve"], capture_output=True, text=True,
-                            env=environ, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "mcp_subagents", "serve"],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 2
     assert "MCP_SUBAGENTS_PORT" in result.stderr
     assert result.stdout == ""

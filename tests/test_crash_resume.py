@@ -33,11 +33,14 @@ class RawStdioServer:
 
     @classmethod
     async def start(cls, environ: dict[str, str]) -> RawStdioServer:
-        process = await anyio.open_process([sys.executable, "-m", "mcp_subagents", "serve"], env=environ,
-                                           stderr=subprocess.DEVNULL)
+        process = await anyio.open_process(
+            [sys.executable, "-m", "mcp_subagents", "serve"], env=environ, stderr=subprocess.DEVNULL
+        )
         server = cls(process)
-        await server.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                            "clientInfo": {"name": "test", "version": "1"}})
+        await server.request(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+        )
         await server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return server
 
@@ -59,8 +62,9 @@ class RawStdioServer:
         return "".join(block.get("text", "") for block in result["content"])
 
 
-async def test_a_killed_server_leaves_an_interrupted_task_that_a_new_server_resumes(tmp_path: Path,
-                                                                                     fake: FakeLLM) -> None:
+async def test_a_killed_server_leaves_an_interrupted_task_that_a_new_server_resumes(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     fifo = tmp_path / "pids"

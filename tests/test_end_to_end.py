@@ -27,8 +27,13 @@ async def test_task_reads_a_file_via_the_anthropic_api(tmp_path: Path, fake: Fak
     notes = settings.cwd / "notes.txt"
     notes.write_text("remember the milk\n", encoding="utf-8")
     fake.push(
-        turn(text("Reading."), tool_use("Read", {"file_path": str(notes)}), input_tokens=50, output_tokens=10,
-             cache_write=1000),
+        turn(
+            text("Reading."),
+            tool_use("Read", {"file_path": str(notes)}),
+            input_tokens=50,
+            output_tokens=10,
+            cache_write=1000,
+        ),
         turn(text("The notes say: remember the milk."), input_tokens=20, output_tokens=12, cache_read=1000),
     )
     environ = {"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": fake.url}
@@ -37,8 +42,14 @@ async def test_task_reads_a_file_via_the_anthropic_api(tmp_path: Path, fake: Fak
     body = text_of(result)
     assert not result.is_error, body
     assert body.startswith('<task_result agent="general-purpose">The notes say: remember the milk.</task_result>')
-    for figure in ("turns: 2", "tool_uses: 1", "input_tokens: 70", "output_tokens: 22",
-                   "cache_creation_tokens: 1000", "cache_read_tokens: 1000"):
+    for figure in (
+        "turns: 2",
+        "tool_uses: 1",
+        "input_tokens: 70",
+        "output_tokens: 22",
+        "cache_creation_tokens: 1000",
+        "cache_read_tokens: 1000",
+    ):
         assert figure in body
 
     first, second = (request["body"] for request in fake.requests)
@@ -47,8 +58,16 @@ async def test_task_reads_a_file_via_the_anthropic_api(tmp_path: Path, fake: Fak
     assert "general-purpose subagent" in first["system"][0]["text"]
     assert f"Working directory: {settings.cwd}" in first["system"][0]["text"]
     assert first["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert {tool["name"] for tool in first["tools"]} == {"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch",
-                                                         "TodoWrite"}
+    assert {tool["name"] for tool in first["tools"]} == {
+        "Read",
+        "Write",
+        "Edit",
+        "Glob",
+        "Grep",
+        "Bash",
+        "WebFetch",
+        "TodoWrite",
+    }
     tool_result = second["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result" and "remember the milk" in json.dumps(tool_result["content"])
     assert second["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}

@@ -82,8 +82,9 @@ async def test_definition_background_flag_runs_in_the_background(tmp_path: Path)
 async def test_tasks_past_the_limit_wait_in_order_with_their_queue_position(tmp_path: Path) -> None:
     model = GatedModel()
     async with connected(make_settings(tmp_path, max_concurrent=1), model=model) as client:
-        ids = [task_id_in(text_of(await client.call_tool("Task", {**TASK, "run_in_background": True})))
-               for _ in range(3)]
+        ids = [
+            task_id_in(text_of(await client.call_tool("Task", {**TASK, "run_in_background": True}))) for _ in range(3)
+        ]
         with anyio.fail_after(5):
             await model.arrived.wait()
         second = text_of(await client.call_tool("TaskOutput", {"task_id": ids[1], "block": False}))

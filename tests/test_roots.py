@@ -36,14 +36,17 @@ async def test_files_in_a_host_root_are_readable_and_outside_ones_are_not(tmp_pa
     (shared / "doc.txt").write_text("shared text\n", encoding="utf-8")
     private = tmp_path / "private.txt"
     private.write_text("private text\n", encoding="utf-8")
-    model = ScriptedModel([
-        tool_call("Read", {"file_path": str(shared / "doc.txt")}),
-        echo_tool_results,
-        tool_call("Read", {"file_path": str(private)}),
-        echo_tool_results,
-    ])
-    async with connected(make_settings(tmp_path), mode="legacy", model=model,
-                         list_roots_callback=roots_callback(shared)) as client:
+    model = ScriptedModel(
+        [
+            tool_call("Read", {"file_path": str(shared / "doc.txt")}),
+            echo_tool_results,
+            tool_call("Read", {"file_path": str(private)}),
+            echo_tool_results,
+        ]
+    )
+    async with connected(
+        make_settings(tmp_path), mode="legacy", model=model, list_roots_callback=roots_callback(shared)
+    ) as client:
         allowed = text_of(await client.call_tool("Task", TASK))
         refused = text_of(await client.call_tool("Task", TASK))
     assert "shared text" in allowed

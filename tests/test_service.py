@@ -35,19 +35,24 @@ def test_provider_is_chosen_by_flag_then_by_which_variables_are_set() -> None:
     assert "sk-very-secret" not in repr(provider_config(None, both))
 
 
-@pytest.mark.parametrize(("task", "defined", "default", "provider", "expected"), [
-    (None, None, "sonnet", "anthropic", "claude-sonnet-5-5"),
-    (None, "inherit", "opus", "anthropic", "claude-opus-5-5"),
-    (None, "haiku", "sonnet", "anthropic", "claude-haiku-5-5"),
-    ("fable", "haiku", "sonnet", "anthropic", "claude-fable-5-2"),
-    (None, "claude-opus-4-8", "sonnet", "anthropic", "claude-opus-4-8"),
-    (None, "haiku", "llama3.3", "openai", "llama3.3"),
-    (None, "qwen3:8b", "llama3.3", "openai", "qwen3:8b"),
-    ("opus", None, "llama3.3", "openai", "llama3.3"),
-])
+@pytest.mark.parametrize(
+    ("task", "defined", "default", "provider", "expected"),
+    [
+        (None, None, "sonnet", "anthropic", "claude-sonnet-5-5"),
+        (None, "inherit", "opus", "anthropic", "claude-opus-5-5"),
+        (None, "haiku", "sonnet", "anthropic", "claude-haiku-5-5"),
+        ("fable", "haiku", "sonnet", "anthropic", "claude-fable-5-2"),
+        (None, "claude-opus-4-8", "sonnet", "anthropic", "claude-opus-4-8"),
+        (None, "haiku", "llama3.3", "openai", "llama3.3"),
+        (None, "qwen3:8b", "llama3.3", "openai", "qwen3:8b"),
+        ("opus", None, "llama3.3", "openai", "llama3.3"),
+    ],
+)
 def test_model_resolution(task: str | None, defined: str | None, default: str, provider: str, expected: str) -> None:
-    assert resolve_model_id(task_model=task, definition_model=defined, default_model=default,
-                            provider=provider) == expected
+    assert (
+        resolve_model_id(task_model=task, definition_model=defined, default_model=default, provider=provider)
+        == expected
+    )
 
 
 def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> None:
@@ -57,8 +62,9 @@ def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> 
     read_only, _ = select_tools(definition(disallowed_tools=("Write", "Edit", "Bash(git push *)")), available)
     assert "Write" not in read_only and "Edit" not in read_only and "Bash" not in read_only and "Read" in read_only
     chosen, unknown = select_tools(
-        definition(tools=("Read", "Bash(git status)", "Task", "Agent(x)", "WebSearch", "Grep"),
-                   disallowed_tools=("Grep",)),
+        definition(
+            tools=("Read", "Bash(git status)", "Task", "Agent(x)", "WebSearch", "Grep"), disallowed_tools=("Grep",)
+        ),
         available,
     )
     assert list(chosen) == ["Read", "Bash"]
@@ -67,8 +73,9 @@ def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> 
 
 def test_system_prompt_has_body_environment_and_reminder(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
-    prompt = system_prompt("You review code.", cwd=tmp_path, critical_reminder="Never push.",
-                           today=dt.date(2026, 11, 22))
+    prompt = system_prompt(
+        "You review code.", cwd=tmp_path, critical_reminder="Never push.", today=dt.date(2026, 11, 22)
+    )
     assert prompt.startswith("You review code.")
     assert f"Working directory: {tmp_path}" in prompt
     assert "Is directory a git repo: Yes" in prompt and "Today's date: 2026-11-22" in prompt

@@ -35,8 +35,9 @@ def server_environment(tmp_path: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_stdio_subprocess_serves_the_three_tools(tmp_path: Path, mode: str) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_subagents", "serve"],
-                                   env=server_environment(tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_subagents", "serve"], env=server_environment(tmp_path)
+    )
     with anyio.fail_after(30):
         async with Client(params, mode=mode) as client:  # pyright: ignore[reportArgumentType]
             tools = (await client.list_tools()).tools
@@ -50,8 +51,9 @@ async def test_stdio_subprocess_serves_the_three_tools(tmp_path: Path, mode: str
 async def http_server(tmp_path: Path, transport: str) -> AsyncGenerator[str]:
     """Start the server on a free port; yield its URL once it listens."""
     command = [sys.executable, "-m", "mcp_subagents", "serve", "--transport", transport, "--port", "0"]
-    process: Process = await anyio.open_process(command, env=server_environment(tmp_path),
-                                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    process: Process = await anyio.open_process(
+        command, env=server_environment(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
     assert process.stderr is not None
     stderr = TextReceiveStream(process.stderr)
     seen = ""
