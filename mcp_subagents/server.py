@@ -14,6 +14,7 @@ from . import __version__
 from .definitions import tools_summary
 from .errors import InvalidArgumentsError, ProviderNotConfiguredError, SubagentsError
 from .loop import RunEvent, ToolStarted, TurnStarted
+from .permissions.gate import PermissionQuestion
 from .render import AgentLine, task_description, task_error
 from .roots import host_roots
 from .schemas import (
@@ -135,6 +136,7 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
         return _text(_launched_text(app, record))
     progress = _HostReporter(ctx, record)
     record.listeners.append(progress)
+    record.asker = _Elicitor(ctx, seconds=app.settings.foreground_deadline)
     try:
         finished = await app.tasks.wait(record, app.settings.foreground_deadline)
     except anyio.get_cancelled_exc_class():
@@ -143,6 +145,7 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
         raise
     finally:
         record.listeners.remove(progress)
+        record.asker = None  # handed over to the background: nobody is there to ask any more
     if finished:
         return _text(record.result_text or "", is_error=record.is_error)
     return _text(_handover_text(app, record))
@@ -173,6 +176,36 @@ class _HostReporter:
             await self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]
                 "info", data, logger="mcp-subagents", related_request_id=self._ctx.request_id
             )
+
+
+PERMISSION_SCHEMA: types.ElicitRequestedSchema = {
+    "type": "object",
+    "properties": {"allow": {"type": "boolean", "title": "Allow this tool call", "default": False}},
+    "required": ["allow"],
+}
+
+
+class _Elicitor:
+    """Asks the host's user about a tool call through elicitation, on the Task request that is waiting."""
+
+    def __init__(self, ctx: ServerRequestContext[Any], *, seconds: float) -> None:
+        self._ctx = ctx
+        self._seconds = seconds
+
+    async def __call__(self, question: PermissionQuestion) -> bool | None:
+        session = self._ctx.session
+        message = (
+            f"Subagent '{question.agent}' wants to run {question.tool}:\n{question.summary()}\n\n{question.reason}"
+        )
+        try:
+            if not session.check_client_capability(types.ClientCapabilities(elicitation=types.ElicitationCapability())):
+                return None
+            with anyio.fail_after(self._seconds):
+                answer = await session.elicit_form(message, PERMISSION_SCHEMA, related_request_id=self._ctx.request_id)
+        except Exception as exc:  # no back channel (2026 era), a timeout, a host error: nobody answered
+            logger.info("could not ask the host about %s: %s", question.tool, exc)
+            return None
+        return answer.action == "accept" and bool((answer.content or {}).get("allow"))
 
 
 def _launched_text(app: Subagents, record: TaskRecord) -> str:

@@ -26,6 +26,8 @@ from .messages import Message
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
+from .permissions import PermissionPolicy, effective_mode, load_rules
+from .permissions.gate import PermissionGate
 from .prompts import system_prompt
 from .settings import Settings
 from .tasks import Listener, TaskLimits, TaskManager, TaskRecord
@@ -106,6 +108,7 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._reported_unknown: set[tuple[str, str]] = set()
+        self._reported_rule_errors: set[str] = set()
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -166,7 +169,7 @@ class Subagents:
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             model = await self.model()
-            run = self._prepare_run(definition, args, roots)
+            run = self._prepare_run(definition, args, roots, record)
             return await run_agent(run, args.prompt, model=model, history=history, on_event=listener)
 
         return self.tasks.start(
@@ -178,7 +181,9 @@ class Subagents:
             history=history,
         )
 
-    def _prepare_run(self, definition: AgentDefinition, args: TaskArguments, roots: tuple[Path, ...]) -> AgentRun:
+    def _prepare_run(
+        self, definition: AgentDefinition, args: TaskArguments, roots: tuple[Path, ...], record: TaskRecord
+    ) -> AgentRun:
         # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.
         cwd = self.settings.cwd or (roots[0] if roots else self.settings.working_directory)
         allowed = (cwd, *(root for root in roots if root != cwd))
@@ -203,4 +208,25 @@ class Subagents:
             context=ToolContext(cwd=cwd, allowed_roots=allowed, env=sanitized_environment(self.environ)),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
+            gate=PermissionGate(
+                self._permission_policy(definition, cwd, allowed),
+                agent=definition.name,
+                asker=lambda: record.asker,
+                denials=record.denials,
+            ),
+        )
+
+    def _permission_policy(self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...]) -> PermissionPolicy:
+        rules = load_rules(self.settings.settings_file, self.settings.policy_file)
+        for problem in rules.errors:
+            if problem not in self._reported_rule_errors:
+                self._reported_rule_errors.add(problem)
+                logger.warning("permission rule ignored: %s", problem)
+        return PermissionPolicy(
+            cwd=cwd,
+            mode=effective_mode(self.settings.permission_mode, definition.permission_mode),
+            rules=rules,
+            agent_map=definition.permission,
+            roots=roots,
+            project_root=self.settings.working_directory,
         )

@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 from .errors import RunError, SubagentsError, TaskNotFoundError
 from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted, TurnStarted
 from .messages import Message, Usage
+from .permissions.gate import Asker, Denial, denial_notes
 from .render import RunStats, task_error, task_result, truncate
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
@@ -66,6 +67,9 @@ class TaskRecord:
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope | None = None
     listeners: list[Listener] = field(default_factory=lambda: [])
+    asker: Asker | None = None
+    """Asks the user about a tool call while a foreground Task call waits on this task; None otherwise."""
+    denials: list[Denial] = field(default_factory=lambda: [])
     stop_requested: str | None = None
     """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
 
@@ -362,6 +366,7 @@ class TaskManager:
             )
         elif result.stop == "max_tokens":
             notes.append("[The final answer was cut off at the model's output token limit.]")
+        notes += denial_notes(record.denials)
         text = truncate(result.text, self.limits.max_result_chars, full_text_at=str(record.output_path))
         record.result_text = task_result(record.agent, text, self._stats(record), notes)
 
@@ -371,7 +376,7 @@ class TaskManager:
         if not isinstance(exc, SubagentsError):
             logger.error("task %s crashed", record.id, exc_info=exc)
         record.error = message
-        record.result_text = task_error(record.agent, message, self._stats(record))
+        record.result_text = task_error(record.agent, _with_denials(message, record), self._stats(record))
 
     def _finish_cancelled(self, record: TaskRecord) -> None:
         why = record.stop_requested or "stopped"
@@ -383,7 +388,11 @@ class TaskManager:
                 f"Task {record.id} was stopped after {record.turn} turn(s) and {record.tool_uses} tool "
                 f"use(s). Its output so far is in {record.output_path}."
             )
-        record.result_text = task_error(record.agent, record.error, self._stats(record))
+        record.result_text = task_error(record.agent, _with_denials(record.error, record), self._stats(record))
+
+
+def _with_denials(message: str, record: TaskRecord) -> str:
+    return "\n".join([message, *denial_notes(record.denials)])
 
 
 def _interrupted_message(task_id: str) -> str:

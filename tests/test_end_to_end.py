@@ -126,10 +126,11 @@ async def test_long_results_are_cut_and_point_at_the_output_file(tmp_path: Path,
 async def test_stdio_server_runs_bash_without_leaking_the_api_key(tmp_path: Path, fake: FakeLLM, mode: str) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    fake.push(
-        turn(tool_use("Bash", {"command": "echo to-stdout; echo to-stderr >&2; env"})),
-        turn(text("ran it")),
-    )
+    settings_file = tmp_path / "settings.json"
+    settings_file.write_text('{"permissions": {"allow": ["Bash"]}}', encoding="utf-8")
+    # The output differs from the command text, so only a command that really ran can produce it.
+    command = "printf 'out-%s\\n' stdout; printf 'err-%s\\n' stderr >&2; printf '%s\\n' \"$(env)\""
+    fake.push(turn(tool_use("Bash", {"command": command})), turn(text("ran it")))
     environ = {
         "HOME": str(tmp_path),
         "PATH": "/usr/bin:/bin",
@@ -137,6 +138,7 @@ async def test_stdio_server_runs_bash_without_leaking_the_api_key(tmp_path: Path
         "ANTHROPIC_BASE_URL": fake.url,
         "MCP_SUBAGENTS_CWD": str(work),
         "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
+        "MCP_SUBAGENTS_SETTINGS": str(settings_file),
     }
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_subagents", "serve"], env=environ)
     with anyio.fail_after(60):
@@ -144,8 +146,11 @@ async def test_stdio_server_runs_bash_without_leaking_the_api_key(tmp_path: Path
             result = await client.call_tool("Task", {**TASK, "subagent_type": "Bash"})
     assert not result.is_error, text_of(result)
     assert "ran it" in text_of(result)
-    bash_output = json.dumps(fake.requests[1]["body"]["messages"][-1])
-    assert "to-stdout" in bash_output and "to-stderr" in bash_output
+    tool_result = fake.requests[1]["body"]["messages"][-1]["content"][0]
+    assert tool_result.get("is_error") is not True, tool_result
+    bash_output = json.dumps(tool_result)
+    assert "out-stdout" in bash_output and "err-stderr" in bash_output
+    assert f"HOME={tmp_path}" in bash_output  # the environment really was printed
     assert SECRET not in bash_output and "ANTHROPIC_API_KEY" not in bash_output
     for written in (tmp_path / "state").rglob("*"):
         if written.is_file():

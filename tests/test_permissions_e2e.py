@@ -1,0 +1,218 @@
+"""Permissions as a user meets them: modes, settings rules, agent narrowing, and asking through elicitation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+import pytest
+
+from mcp_subagents.models.base import ModelRequest, ModelResponse
+from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+
+from .support import connected, make_settings, text_of, write_agent
+
+pytestmark = pytest.mark.anyio
+
+TASK = {"description": "change things", "prompt": "Do it.", "subagent_type": "general-purpose"}
+
+
+def report_results(request: ModelRequest) -> ModelResponse:
+    """The final answer quotes every tool result, so tests see what the subagent saw."""
+    results = request.messages[-1].results  # type: ignore[union-attr]
+    return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
+
+
+class Host:
+    """An elicitation callback that answers as told and records what it was asked."""
+
+    def __init__(self, *, allow: bool | None) -> None:
+        self.allow = allow
+        self.questions: list[str] = []
+
+    async def __call__(self, _context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.questions.append(params.message)
+        if self.allow is None:
+            return types.ElicitResult(action="cancel")
+        if not self.allow:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"allow": True})
+
+
+def settings_with_rules(tmp_path: Path, **permissions: list[str]) -> Path:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"permissions": permissions}), encoding="utf-8")
+    return path
+
+
+async def test_default_mode_without_a_way_to_ask_denies_and_says_how_to_allow(tmp_path: Path) -> None:
+    model = ScriptedModel([tool_call("Bash", {"command": "git push origin main"}), report_results])
+    async with connected(make_settings(tmp_path), model=model) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert "ERR: Error: Permission denied" in body
+    assert "[Permission denied for 1 tool call(s):" in body
+    assert 'add "Bash(git push *)" to permissions.allow' in body
+
+
+async def test_the_user_allows_a_call_through_elicitation(tmp_path: Path) -> None:
+    host = Host(allow=True)
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    model = ScriptedModel([tool_call("Write", {"file_path": "new.txt", "content": "hello"}), report_results])
+    async with connected(settings, mode="legacy", model=model, elicitation_callback=host) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert "OK: File created" in body and "Permission denied" not in body
+    assert (settings.cwd / "new.txt").read_text(encoding="utf-8") == "hello"
+    [question] = host.questions
+    assert "Subagent 'general-purpose' wants to run Write" in question and "new.txt" in question
+
+
+@pytest.mark.parametrize("answer", [False, None])
+async def test_a_declined_or_dismissed_question_denies(tmp_path: Path, answer: bool | None) -> None:
+    host = Host(allow=answer)
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    model = ScriptedModel([tool_call("Write", {"file_path": "new.txt", "content": "x"}), report_results])
+    async with connected(settings, mode="legacy", model=model, elicitation_callback=host) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert "Permission denied" in body and not (settings.cwd / "new.txt").exists()
+    assert len(host.questions) == 1
+
+
+async def test_a_host_without_elicitation_is_not_asked(tmp_path: Path) -> None:
+    model = ScriptedModel([tool_call("Write", {"file_path": "x.txt", "content": "x"}), report_results])
+    async with connected(make_settings(tmp_path), mode="auto", model=model) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert "No one could be asked" in body
+
+
+async def test_background_tasks_never_ask(tmp_path: Path) -> None:
+    host = Host(allow=True)
+    model = ScriptedModel([tool_call("Bash", {"command": "touch x"}), report_results])
+    async with connected(make_settings(tmp_path), mode="legacy", model=model, elicitation_callback=host) as client:
+        launched = text_of(await client.call_tool("Task", {**TASK, "run_in_background": True}))
+        task_id = launched.split("task_id: ")[1].split()[0]
+        body = text_of(await client.call_tool("TaskOutput", {"task_id": task_id}))
+    assert "Permission denied" in body and host.questions == []
+
+
+async def test_deny_beats_ask_beats_allow(tmp_path: Path) -> None:
+    settings_file = settings_with_rules(tmp_path, allow=["Bash"], ask=["Bash(git push *)"], deny=["Bash(rm *)"])
+    host = Host(allow=False)
+    model = ScriptedModel(
+        [
+            tool_call("Bash", {"command": "echo fine"}),
+            tool_call("Bash", {"command": "git push"}),
+            tool_call("Bash", {"command": "rm -rf build"}),
+            text("done"),
+        ]
+    )
+    async with connected(
+        make_settings(tmp_path, settings_file=settings_file), mode="legacy", model=model, elicitation_callback=host
+    ) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    results = [r.results[0] for r in (req.messages[-1] for req in model.requests[1:])]  # type: ignore[union-attr]
+    assert not results[0].is_error and "fine" in results[0].content
+    assert results[1].is_error and "declined" in results[1].content  # asked, because an ask rule matched
+    assert results[2].is_error and "Bash(rm *)" in results[2].content  # denied without asking
+    assert len(host.questions) == 1
+    assert "[Permission denied for 2 tool call(s):" in body
+
+
+async def test_accept_edits_allows_writes_inside_the_working_directory_only(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="acceptEdits")
+    assert settings.cwd is not None
+    model = ScriptedModel(
+        [
+            tool_call("Write", {"file_path": "inside.txt", "content": "x"}),
+            tool_call("Bash", {"command": "make"}),
+            text("done"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", TASK)
+    first, second = (req.messages[-1].results[0] for req in model.requests[1:])  # type: ignore[union-attr]
+    assert not first.is_error and (settings.cwd / "inside.txt").exists()
+    assert second.is_error and "Permission denied" in second.content
+
+
+async def test_plan_mode_is_read_only(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="plan")
+    model = ScriptedModel([tool_call("Write", {"file_path": "x.txt", "content": "x"}), report_results])
+    async with connected(settings, model=model) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert "plan mode is read-only" in body
+
+
+async def test_a_definition_can_narrow_but_never_widen_the_server_mode(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    assert settings.cwd is not None
+    agents = settings.cwd / ".claude" / "agents"
+    write_agent(agents, "planner", extra="permissionMode: plan\n")
+    model = ScriptedModel([tool_call("Write", {"file_path": "x.txt", "content": "x"}), report_results])
+    async with connected(settings, model=model) as client:
+        narrowed = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "planner"}))
+    assert "plan mode is read-only" in narrowed
+
+    strict = make_settings(tmp_path, permission_mode="dontAsk")
+    write_agent(agents, "yolo", extra="permissionMode: bypassPermissions\n")
+    model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
+    async with connected(strict, model=model) as client:
+        widened = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "yolo"}))
+    assert "Permission denied" in widened
+
+
+async def test_dont_ask_mode_denies_without_asking(tmp_path: Path) -> None:
+    host = Host(allow=True)
+    model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
+    async with connected(
+        make_settings(tmp_path, permission_mode="dontAsk"), mode="legacy", model=model, elicitation_callback=host
+    ) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert "Permission denied" in body and host.questions == []
+
+
+async def test_an_agents_permission_map_narrows_its_tools(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    assert settings.cwd is not None
+    (settings.cwd / "a.txt").write_text("alpha\n", encoding="utf-8")
+    (settings.cwd / ".env").write_text("TOKEN=x\n", encoding="utf-8")
+    write_agent(
+        settings.cwd / ".claude" / "agents",
+        "careful",
+        extra='permission:\n  "*": deny\n  Grep: allow\n  Read:\n    "*": allow\n    "*.env": deny\n',
+    )
+    model = ScriptedModel(
+        [
+            tool_call("Read", {"file_path": "a.txt"}),
+            tool_call("Read", {"file_path": ".env"}),
+            tool_call("Grep", {"pattern": "alpha"}),
+            tool_call("Bash", {"command": "ls"}),
+            text("done"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", {**TASK, "subagent_type": "careful"})
+    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    assert [r.is_error for r in results] == [False, True, False, True]
+    assert "alpha" in results[0].content and "TOKEN" not in results[1].content
+
+
+async def test_the_foreground_question_is_not_asked_after_handover(tmp_path: Path) -> None:
+    host = Host(allow=True)
+    release = anyio.Event()
+
+    async def slow_then_write(_request: ModelRequest) -> ModelResponse:
+        await release.wait()
+        return tool_call("Write", {"file_path": "late.txt", "content": "x"})
+
+    model = ScriptedModel([slow_then_write, report_results])
+    settings = make_settings(tmp_path, foreground_deadline=0.2)
+    async with connected(settings, mode="legacy", model=model, elicitation_callback=host) as client:
+        handed = text_of(await client.call_tool("Task", TASK))
+        release.set()
+        task_id = handed.split("Task ")[1].split()[0]
+        body = text_of(await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 5000}))
+    assert "Permission denied" in body and host.questions == []
