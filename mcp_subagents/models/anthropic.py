@@ -100,9 +100,6 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
                 raise
             except (anthropic.APIError, httpx2.TransportError) as exc:
                 raise StreamBroken(exc) from exc
-            except ValueError as exc:  # e.g. tool input JSON the SDK cannot parse, even partially
-                message = f"Anthropic API sent a stream that could not be parsed: {exc}"
-                raise self._make(message, None, True) from None
 
     @staticmethod
     def _error_type(exc: Exception) -> str | None:

@@ -84,7 +84,14 @@ class Hang:
     after_start: bool = False
 
 
-Step: TypeAlias = "Turn | Error | Hang | Callable[[Json], Step]"
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A 200 whose body is not what the API promises: broken JSON, or an SSE stream of broken events."""
+
+    body: str = '{"type": "message", "content": [oops'
+
+
+Step: TypeAlias = "Turn | Error | Hang | Malformed | Callable[[Json], Step]"
 
 _ERRORS = {
     400: ("invalid_request_error", "Invalid request"),
@@ -154,6 +161,10 @@ def error(
     return Error(status, type or default_type, message or default_message, dict(headers or {}))
 
 
+def malformed(body: str = '{"type": "message", "content": [oops') -> Malformed:
+    return Malformed(body)
+
+
 def hang(*, after_start: bool = False) -> Hang:
     """Never answer (or, with `after_start`, stall after the first stream event) until the client goes away."""
     return Hang(after_start)
@@ -215,10 +226,10 @@ class FakeLLM:
         if self._thread is not None:
             self._thread.join(10)
 
-    def _next_step(self, body: Json) -> Turn | Error | Hang | None:
+    def _next_step(self, body: Json) -> Turn | Error | Hang | Malformed | None:
         with self._lock:
             step = self.queue.popleft() if self.queue else self.default
-        while step is not None and not isinstance(step, Turn | Error | Hang):
+        while step is not None and not isinstance(step, Turn | Error | Hang | Malformed):
             step = step(body)
         return step
 
@@ -244,6 +255,11 @@ class FakeLLM:
             return _error_response(api, Error(500, "api_error", message, {"x-should-retry": "false"}))
         if isinstance(step, Error):
             return _error_response(api, step)
+        if isinstance(step, Malformed):
+            if streaming:
+                kind = "message_start" if api == "anthropic" else "chunk"
+                return _sse(api, iter([f"event: {kind}\ndata: {step.body}\n\n"]))
+            return Response(step.body, media_type="application/json")
         if isinstance(step, Hang):
             if step.after_start and streaming:
                 return _sse(api, self._stall(api, body))

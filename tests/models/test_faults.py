@@ -7,7 +7,7 @@ import time
 import pytest
 
 from mcp_subagents.messages import TextPart
-from tests.fakes.fake_llm import FakeLLM, error, hang, text, turn
+from tests.fakes.fake_llm import FakeLLM, error, hang, malformed, text, turn
 from tests.models.adapters import ANTHROPIC, OPENAI, MakeModel, Provider
 
 pytestmark = pytest.mark.anyio
@@ -106,3 +106,12 @@ async def test_deadline_bounds_a_stream_that_stalls(fake: FakeLLM, make_model: M
     err = await provider.failure(make_model(deadline=0.3))
 
     assert "timed out" in err.message
+
+
+async def test_a_malformed_response_is_a_clear_error(fake: FakeLLM, make_model: MakeModel, provider: Provider) -> None:
+    fake.push(malformed())
+
+    err = await provider.failure(make_model())
+
+    assert err.message.startswith(f"{provider.api} sent a stream that could not be parsed: Expecting value")
+    assert len(fake.requests) == 1
