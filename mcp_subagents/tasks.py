@@ -368,7 +368,7 @@ class TaskManager:
             notes.append("[The final answer was cut off at the model's output token limit.]")
         notes += denial_notes(record.denials)
         text = truncate(result.text, self.limits.max_result_chars, full_text_at=str(record.output_path))
-        record.result_text = task_result(record.agent, text, self._stats(record), notes)
+        record.result_text = self._redact(task_result(record.agent, text, self._stats(record), notes))
 
     def _finish_failed(self, record: TaskRecord, exc: Exception) -> None:
         record.state = "failed"
@@ -376,7 +376,7 @@ class TaskManager:
         if not isinstance(exc, SubagentsError):
             logger.error("task %s crashed", record.id, exc_info=exc)
         record.error = message
-        record.result_text = task_error(record.agent, _with_denials(message, record), self._stats(record))
+        record.result_text = self._redact(task_error(record.agent, _with_denials(message, record), self._stats(record)))
 
     def _finish_cancelled(self, record: TaskRecord) -> None:
         why = record.stop_requested or "stopped"
@@ -388,7 +388,9 @@ class TaskManager:
                 f"Task {record.id} was stopped after {record.turn} turn(s) and {record.tool_uses} tool "
                 f"use(s). Its output so far is in {record.output_path}."
             )
-        record.result_text = task_error(record.agent, _with_denials(record.error, record), self._stats(record))
+        record.result_text = self._redact(
+            task_error(record.agent, _with_denials(record.error, record), self._stats(record))
+        )
 
 
 def _with_denials(message: str, record: TaskRecord) -> str:

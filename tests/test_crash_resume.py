@@ -5,61 +5,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import Process
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from mcp_subagents.transcripts import INTERRUPTED_TOOL_RESULT
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 from tests.processes import wait_until_gone
+from tests.stdio_raw import RawStdioServer
 
 pytestmark = pytest.mark.anyio
-
-
-class RawStdioServer:
-    """Newline-delimited JSON-RPC over a real subprocess's pipes, so the test can SIGKILL it."""
-
-    def __init__(self, process: Process) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self.process = process
-        self._out = BufferedByteReceiveStream(process.stdout)
-        self._next_id = 0
-
-    @classmethod
-    async def start(cls, environ: dict[str, str]) -> RawStdioServer:
-        process = await anyio.open_process(
-            [sys.executable, "-m", "mcp_subagents", "serve"], env=environ, stderr=subprocess.DEVNULL
-        )
-        server = cls(process)
-        await server.request(
-            "initialize",
-            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
-        )
-        await server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return server
-
-    async def send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.send((json.dumps(message) + "\n").encode())
-
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self._next_id += 1
-        await self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
-        while True:
-            message = json.loads(await self._out.receive_until(b"\n", 1 << 20))
-            if message.get("id") == self._next_id:
-                assert "result" in message, message
-                return message["result"]
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
-        result = await self.request("tools/call", {"name": name, "arguments": arguments})
-        return "".join(block.get("text", "") for block in result["content"])
 
 
 async def test_a_killed_server_leaves_an_interrupted_task_that_a_new_server_resumes(

@@ -48,11 +48,11 @@ async def test_stdio_subprocess_serves_the_three_tools(tmp_path: Path, mode: str
 
 
 @asynccontextmanager
-async def http_server(tmp_path: Path, transport: str) -> AsyncGenerator[str]:
+async def http_server(tmp_path: Path, transport: str, *, environ: dict[str, str] | None = None) -> AsyncGenerator[str]:
     """Start the server on a free port; yield its URL once it listens."""
     command = [sys.executable, "-m", "mcp_subagents", "serve", "--transport", transport, "--port", "0"]
     process: Process = await anyio.open_process(
-        command, env=server_environment(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        command, env=environ or server_environment(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
     )
     assert process.stderr is not None
     stderr = TextReceiveStream(process.stderr)
