@@ -14,7 +14,7 @@ from . import __version__
 from .definitions import tools_summary
 from .errors import InvalidArgumentsError, ProviderNotConfiguredError, SubagentsError
 from .loop import RunEvent, ToolStarted, TurnStarted
-from .permissions.gate import PermissionQuestion
+from .permissions.asking import PermissionQuestion
 from .render import AgentLine, task_description, task_error
 from .roots import host_roots
 from .schemas import (

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -21,19 +23,20 @@ from .definitions import (
 )
 from .definitions.validate import NEVER_GRANTED
 from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
-from .loop import AgentRun, RunResult, run_agent
+from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
-from .permissions import PermissionPolicy, effective_mode, load_rules
-from .permissions.gate import PermissionGate
+from .permissions.asking import Asker, Denial
 from .prompts import system_prompt
 from .settings import Settings
 from .tasks import Listener, TaskLimits, TaskManager, TaskRecord
 from .tools import Tool, ToolContext, builtin_tools
-from .tools.shell import sanitized_environment
 from .transcripts import read_history
+
+if TYPE_CHECKING:
+    from .permissions.policy import PermissionPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +91,14 @@ def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> 
     return chosen, unknown
 
 
+def permission_gate(
+    policy: PermissionPolicy, *, agent: str, asker: Callable[[], Asker | None], denials: list[Denial]
+) -> ToolGate:
+    from .permissions.gate import PermissionGate  # the rule engine loads at the first run, not at start-up
+
+    return PermissionGate(policy, agent=agent, asker=asker, denials=denials)
+
+
 class Subagents:
     def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
         self.settings = settings
@@ -103,7 +114,6 @@ class Subagents:
             ),
             secrets=secret_values(self.environ),
         )
-        self.tools = builtin_tools()
         self._model = model
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
@@ -181,6 +191,10 @@ class Subagents:
             history=history,
         )
 
+    @cached_property
+    def tools(self) -> dict[str, Tool]:
+        return builtin_tools()
+
     def _prepare_run(
         self, definition: AgentDefinition, args: TaskArguments, roots: tuple[Path, ...], record: TaskRecord
     ) -> AgentRun:
@@ -205,10 +219,10 @@ class Subagents:
                 provider=self.provider_name,
             ),
             tools=tools,
-            context=ToolContext(cwd=cwd, allowed_roots=allowed, env=sanitized_environment(self.environ)),
+            context=ToolContext(cwd=cwd, allowed_roots=allowed, env=self._tool_environment()),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
-            gate=PermissionGate(
+            gate=permission_gate(
                 self._permission_policy(definition, cwd, allowed),
                 agent=definition.name,
                 asker=lambda: record.asker,
@@ -216,7 +230,14 @@ class Subagents:
             ),
         )
 
+    def _tool_environment(self) -> dict[str, str]:
+        from .tools.shell import sanitized_environment
+
+        return sanitized_environment(self.environ)
+
     def _permission_policy(self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...]) -> PermissionPolicy:
+        from .permissions import PermissionPolicy, effective_mode, load_rules
+
         rules = load_rules(self.settings.settings_file, self.settings.policy_file)
         for problem in rules.errors:
             if problem not in self._reported_rule_errors:

@@ -19,7 +19,7 @@ from anyio.abc import TaskGroup
 from .errors import RunError, SubagentsError, TaskNotFoundError
 from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted, TurnStarted
 from .messages import Message, Usage
-from .permissions.gate import Asker, Denial, denial_notes
+from .permissions.asking import Asker, Denial, denial_notes
 from .render import RunStats, task_error, task_result, truncate
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 

@@ -1,11 +1,36 @@
-"""Permissions: Claude Code's rules and modes, turned into allow / ask / deny for each tool call."""
+"""Permissions: Claude Code's rules and modes, turned into allow / ask / deny for each tool call.
+
+Names load on first use: the rule engine (and pathspec) is needed at the first tool call, not at server start-up.
+"""
 
 from __future__ import annotations
 
-from .agent_map import agent_map_problems, agent_map_verdict
-from .policy import MODES, READ_ONLY_TOOLS, PermissionPolicy, decide, effective_mode, normalize_mode
-from .rules import PermissionRule, PermissionRules, RuleError, load_rules, parse_rule
-from .verdict import Decision, Verdict
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent_map import agent_map_problems, agent_map_verdict
+    from .policy import MODES, READ_ONLY_TOOLS, PermissionPolicy, decide, effective_mode, normalize_mode
+    from .rules import PermissionRule, PermissionRules, RuleError, load_rules, parse_rule
+    from .verdict import Decision, Verdict
+
+_HOMES = {
+    "Decision": "verdict",
+    "MODES": "policy",
+    "PermissionPolicy": "policy",
+    "PermissionRule": "rules",
+    "PermissionRules": "rules",
+    "READ_ONLY_TOOLS": "policy",
+    "RuleError": "rules",
+    "Verdict": "verdict",
+    "agent_map_problems": "agent_map",
+    "agent_map_verdict": "agent_map",
+    "decide": "policy",
+    "effective_mode": "policy",
+    "load_rules": "rules",
+    "normalize_mode": "policy",
+    "parse_rule": "rules",
+}
 
 __all__ = [
     "MODES",
@@ -24,3 +49,10 @@ __all__ = [
     "normalize_mode",
     "parse_rule",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{home}", __name__), name)
