@@ -117,8 +117,7 @@ class Subagents:
         self._model = model
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
-        self._reported_unknown: set[tuple[str, str]] = set()
-        self._reported_rule_errors: set[str] = set()
+        self._warned: set[str] = set()
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -203,11 +202,7 @@ class Subagents:
         allowed = (cwd, *(root for root in roots if root != cwd))
         tools, unknown = select_tools(definition, self.tools)
         for name in unknown:
-            if (definition.name, name) not in self._reported_unknown:
-                self._reported_unknown.add((definition.name, name))
-                logger.warning(
-                    "agent %s lists tool %s, which this server does not have; skipped", definition.name, name
-                )
+            self._warn_once(f"agent {definition.name} lists tool {name}, which this server does not have; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
         return AgentRun(
             agent=definition.name,
@@ -230,6 +225,12 @@ class Subagents:
             ),
         )
 
+    def _warn_once(self, message: str) -> None:
+        """Log a configuration problem once per process, not once per Task."""
+        if message not in self._warned:
+            self._warned.add(message)
+            logger.warning("%s", message)
+
     def _tool_environment(self) -> dict[str, str]:
         from .tools.shell import sanitized_environment
 
@@ -240,9 +241,7 @@ class Subagents:
 
         rules = load_rules(self.settings.settings_file, self.settings.policy_file)
         for problem in rules.errors:
-            if problem not in self._reported_rule_errors:
-                self._reported_rule_errors.add(problem)
-                logger.warning("permission rule ignored: %s", problem)
+            self._warn_once(f"permission rule ignored: {problem}")
         return PermissionPolicy(
             cwd=cwd,
             mode=effective_mode(self.settings.permission_mode, definition.permission_mode),
