@@ -8,6 +8,7 @@ import logging
 import sys
 import warnings
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -80,14 +81,20 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _serve(settings: Settings) -> None:
+    from .notifications import watch_catalog
     from .server import build_server
     from .service import Subagents
     from .transports import serve
 
     async def main() -> None:
         app = Subagents(settings)
-        async with app.running():
-            await serve(build_server(app), settings)
+        async with app.running(), anyio.create_task_group() as group:
+            server = build_server(app)
+            if settings.watch_interval > 0:
+                watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
+                group.start_soon(watch)
+            await serve(server, settings)
+            group.cancel_scope.cancel()
 
     try:
         anyio.run(main)

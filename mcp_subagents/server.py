@@ -9,11 +9,13 @@ import anyio
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import ListenHandler
 
 from . import __version__
 from .definitions import tools_summary
 from .errors import InvalidArgumentsError, ProviderNotConfiguredError, SubagentsError
 from .loop import RunEvent, ToolStarted, TurnStarted
+from .notifications import ToolListNotifier
 from .permissions.asking import PermissionQuestion
 from .render import AgentLine, task_description, task_error
 from .roots import host_roots
@@ -49,6 +51,8 @@ TASK_STOP_DESCRIPTION = """\
 
 class SubagentsServer(Server[Any]):
     """Advertises `tools.listChanged` on every transport, so hosts re-list tools when agent files change."""
+
+    notifier: ToolListNotifier
 
     def create_initialization_options(
         self,
@@ -91,13 +95,18 @@ def build_server(app: Subagents) -> SubagentsServer:
             logger.exception("tool %s failed", params.name)
             return _text(f"Internal error in {params.name}: {type(exc).__name__}: {exc}", is_error=True)
 
-    return SubagentsServer(
+    notifier = ToolListNotifier()
+    server = SubagentsServer(
         "mcp-subagents",
         version=__version__,
         instructions="Delegate work to subagents with Task; poll background tasks with TaskOutput; stop with TaskStop.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(notifier.bus),
     )
+    server.notifier = notifier
+    server.middleware.append(notifier.track_sessions)
+    return server
 
 
 def _tools(app: Subagents) -> list[types.Tool]:

@@ -48,6 +48,8 @@ class Settings:
     foreground_deadline: float = 45.0
     model_deadline: float = 900.0
     permission_mode: str = "default"
+    watch_interval: float = 2.0
+    """Seconds between checks of the agent files for changes (0 turns the check off)."""
     log_level: str = "INFO"
 
     @property
@@ -88,6 +90,13 @@ def _seconds(raw: str) -> float:
     value = float(raw)
     if value <= 0:
         raise ValueError(f"must be a positive number of seconds, got {raw}")
+    return value
+
+
+def _non_negative_seconds(raw: str) -> float:
+    value = float(raw)
+    if value < 0:
+        raise ValueError(f"must be 0 or a positive number of seconds, got {raw}")
     return value
 
 
@@ -139,6 +148,12 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "model_deadline",
         "seconds one model request may take, retries included (default: 900)",
         _seconds,
+    ),
+    _Option(
+        "--watch-interval",
+        "watch_interval",
+        "seconds between checks of agent files; hosts are told when tools change (default: 2; 0 = off)",
+        _non_negative_seconds,
     ),
     _Option(
         "--permission-mode",
