@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -53,6 +54,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        _main(argv)
+    except BrokenPipeError:  # `mcp-subagents agents list | head`: the reader left before we finished
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush cannot fail too
+        raise SystemExit(1) from None
+
+
+def _main(argv: Sequence[str] | None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
         argv.insert(0, "serve")

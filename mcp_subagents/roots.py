@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from urllib.parse import unquote, urlparse
 
 import anyio
 import mcp_types as types
+from mcp import MCPDeprecationWarning
 
 logger = logging.getLogger(__name__)
 
@@ -21,8 +23,11 @@ async def host_roots(session: Any) -> tuple[Path, ...]:
     try:
         if not session.check_client_capability(types.ClientCapabilities(roots=types.RootsCapability())):
             return ()
+        with warnings.catch_warnings():  # roots are deprecated in the 2026 era; 2025-era hosts still offer them
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            asking = session.list_roots()
         with anyio.fail_after(ROOTS_REQUEST_SECONDS):
-            result: types.ListRootsResult = await session.list_roots()
+            result: types.ListRootsResult = await asking
     except Exception as exc:  # a host that cannot answer must not fail the Task
         logger.debug("no MCP roots from the host: %s", exc)
         return ()

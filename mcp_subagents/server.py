@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp import MCPDeprecationWarning
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
@@ -182,9 +184,12 @@ class _HostReporter:
         line = describe_event(event)
         if line is not None:
             data = {"task_id": self._record.id, "agent": self._record.agent, "event": line.strip()}
-            await self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]
-                "info", data, logger="mcp-subagents", related_request_id=self._ctx.request_id
-            )
+            with warnings.catch_warnings():  # deprecated in the 2026 era, still what 2025-era hosts display
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                sending = self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]
+                    "info", data, logger="mcp-subagents", related_request_id=self._ctx.request_id
+                )
+            await sending
 
 
 PERMISSION_SCHEMA: types.ElicitRequestedSchema = {
