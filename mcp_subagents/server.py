@@ -280,4 +280,10 @@ async def _call_task_stop(app: Subagents, arguments: dict[str, Any]) -> types.Ca
             f"Task {record.id} ({record.description}) already finished with status {record.state}; nothing to stop."
         )
     await app.tasks.stop(record.id)
+    if not record.finished:
+        return _text(
+            f"Stop requested for task {record.id} ({record.description}), but it has not finished shutting down "
+            "yet; check it with TaskOutput.",
+            is_error=True,
+        )
     return _text(f"Successfully stopped task: {record.id} ({record.description})")

@@ -214,7 +214,9 @@ class Subagents:
                 provider=self.provider_name,
             ),
             tools=tools,
-            context=ToolContext(cwd=cwd, allowed_roots=allowed, env=self._tool_environment()),
+            context=ToolContext(
+                cwd=cwd, allowed_roots=allowed, env=self._tool_environment(), processes=record.processes
+            ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
             gate=permission_gate(

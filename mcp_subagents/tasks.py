@@ -21,6 +21,7 @@ from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolFini
 from .messages import Message, Usage
 from .permissions.asking import Asker, Denial, denial_notes
 from .render import RunStats, task_error, task_result, truncate
+from .tools.base import ProcessGroups
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,8 @@ class TaskRecord:
     done: anyio.Event = field(default_factory=anyio.Event)
     scope: anyio.CancelScope | None = None
     listeners: list[Listener] = field(default_factory=lambda: [])
+    processes: ProcessGroups = field(default_factory=ProcessGroups)
+    """Processes the task's Bash commands left running in the background; killed unless the task completes."""
     asker: Asker | None = None
     """Asks the user about a tool call while a foreground Task call waits on this task; None otherwise."""
     denials: list[Denial] = field(default_factory=lambda: [])
@@ -110,6 +113,7 @@ class TaskManager:
                 for record in self._records.values():
                     if not record.finished:
                         self._cancel(record, "interrupted")
+                    record.processes.kill_all()  # background processes must not outlive the server
                 group.cancel_scope.cancel()
 
     def new_id(self) -> str:
@@ -268,6 +272,8 @@ class TaskManager:
                 self._queue.remove(record.id)
             if not record.finished:
                 self._finish_cancelled(record)
+            if record.state != "completed":
+                record.processes.kill_all()
             self._append_output(record, f"\n{record.result_text}\n")
             self._write_transcript(record.transcript.finished, record.state, record.result_text or "")
             record.done.set()

@@ -268,3 +268,41 @@ async def test_hosts_that_accept_log_notifications_receive_subagent_events(tmp_p
     assert events[1].startswith("[turn 1] tool Glob")
     assert events[2].startswith("[turn 1] Glob -> ok")
     assert all(entry["agent"] == "general-purpose" for entry in logged)
+
+
+async def test_task_stop_kills_what_an_earlier_bash_call_left_running(tmp_path: Path) -> None:
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    never = anyio.Event()
+
+    async def hang(_request: ModelRequest) -> ModelResponse:
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    command = f"sleep 1000 >/dev/null 2>&1 & echo $! > '{fifo}'"
+    model = ScriptedModel([tool_call("Bash", {"command": command}), hang])
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    async with connected(settings, model=model) as client:
+        task_id = task_id_in(text_of(await client.call_tool("Task", {**TASK, "run_in_background": True})))
+        with anyio.fail_after(10):
+            sleeper = int(await anyio.to_thread.run_sync(fifo.read_text))
+            while len(model.requests) < 2:  # the Bash call has returned and the model is asked again
+                await anyio.lowlevel.checkpoint()
+        assert is_running(sleeper)
+        await client.call_tool("TaskStop", {"task_id": task_id})
+        await wait_until_gone(sleeper)
+
+
+async def test_a_completed_tasks_background_process_lives_until_the_server_stops(tmp_path: Path) -> None:
+    fifo = tmp_path / "pid"
+    os.mkfifo(fifo)
+    command = f"sleep 1000 >/dev/null 2>&1 & echo $! > '{fifo}'"
+    model = ScriptedModel([tool_call("Bash", {"command": command}), text("started it")])
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    async with connected(settings, model=model) as client:
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.call_tool, "Task", TASK)
+            with anyio.fail_after(10):
+                sleeper = int(await anyio.to_thread.run_sync(fifo.read_text))
+        assert is_running(sleeper)  # the task completed; what it started on purpose keeps running
+    await wait_until_gone(sleeper)  # until the server shuts down

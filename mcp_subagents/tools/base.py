@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -27,6 +29,21 @@ class TodoList:
     items: list[JsonObject] = field(default_factory=lambda: [])
 
 
+@dataclass(slots=True)
+class ProcessGroups:
+    """Process groups of Bash commands that returned while processes they started (`cmd &`) kept running."""
+
+    ids: set[int] = field(default_factory=lambda: set[int]())
+
+    def kill_all(self) -> None:
+        for group_id in self.ids:
+            try:
+                os.killpg(group_id, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.ids.clear()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolContext:
     cwd: Path
@@ -36,6 +53,8 @@ class ToolContext:
     env: Mapping[str, str]
     """Environment for child processes, with provider secrets removed."""
     todos: TodoList = field(default_factory=TodoList)
+    processes: ProcessGroups = field(default_factory=ProcessGroups)
+    """Where Bash leaves the groups of processes that outlive it, so stopping the task can kill them."""
 
 
 ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]

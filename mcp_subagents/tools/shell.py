@@ -98,7 +98,17 @@ async def _run_bash(ctx: ToolContext, args: BashInput) -> str:
         raise
     with anyio.CancelScope(shield=True):
         await process.aclose()
+    if _group_alive(process.pid):
+        ctx.processes.ids.add(process.pid)
     return _report(outcome, timeout_ms)
+
+
+def _group_alive(group_id: int) -> bool:
+    try:
+        os.killpg(group_id, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 async def _spawn(ctx: ToolContext, command: str) -> Process:
