@@ -20,7 +20,8 @@ BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", 
 def builtin_tools() -> dict[str, Tool]:
     """A fresh name -> tool mapping of every built-in tool, in the contract's order."""
     from .files import EDIT, READ, WRITE
-    from .search import GLOB, GREP
+    from .glob import GLOB
+    from .grep import GREP
     from .shell import BASH
     from .todo import TODOWRITE
     from .web import WEBFETCH

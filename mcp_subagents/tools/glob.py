@@ -1,0 +1,107 @@
+"""Glob: finding files by name, on top of ripgrep's file listing."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio.to_thread
+from pydantic import Field
+
+if TYPE_CHECKING:
+    from wcmatch.glob import WcMatcher
+
+from ..errors import ToolError
+from .base import Tool, ToolContext, ToolInput
+from .paths import resolve_path
+from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, newest_first, run_ripgrep, search_root
+
+GLOB_MAX_RESULTS = 100
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(description="The glob pattern to match files against")
+    path: str | None = Field(
+        default=None,
+        description="The directory to search in. If not specified, the current working directory will be used. "
+        "Omit it for the default; do not pass 'undefined' or 'null'.",
+    )
+
+
+GLOB_DESCRIPTION = f"""Fast file pattern matching that works with any codebase size.
+
+- Supports glob patterns like "**/*.js" or "src/**/*.ts", and braces like "*.{{ts,tsx}}". `*` stays within one \
+directory, `**` crosses directories; wildcards do not match names starting with a dot unless the pattern spells \
+the dot (".github/**/*.yml").
+- Returns absolute paths of matching files, most recently modified first, at most {GLOB_MAX_RESULTS}.
+- Files ignored by .gitignore and the .git directory are skipped.
+- Use this tool to find files by name. To search file contents use Grep. For an open-ended search that may \
+take several rounds of globbing and grepping, plan the rounds and batch independent searches in one response."""
+
+
+async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
+    base = search_root(ctx, args.path)
+    if not base.is_dir():
+        raise ToolError(f"{base} is not a directory. Give a directory as path, or put the file name in pattern.")
+    if not args.pattern.strip():
+        raise ToolError("The pattern is empty.")
+    literal, rest = _split_literal_prefix(args.pattern)
+    root = resolve_path(ctx, str(base / literal), purpose="read") if literal else base
+    if not rest:
+        return str(root) if root.is_file() else "No files found"
+    if not root.is_dir():
+        return "No files found"
+    completed = await run_ripgrep(ctx, ["--files", *WALK_OPTIONS, *SKIP_GIT_DIRECTORY], cwd=root)
+    if completed.returncode == 2 and not completed.stdout:
+        raise ToolError(f"Listing files failed: {completed.error_text()}")
+    matcher = _glob_matcher(rest)
+    candidates = completed.lines()
+    matches = await anyio.to_thread.run_sync(partial(_matchingnewest_first, root, candidates, matcher))
+    incomplete = (
+        "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
+        if completed.stdout_overflowed
+        else ""
+    )
+    if not matches:
+        return f"No files found{incomplete}"
+    shown = "\n".join(str(path) for path in matches[:GLOB_MAX_RESULTS])
+    if len(matches) <= GLOB_MAX_RESULTS:
+        return f"{shown}{incomplete}"
+    return (
+        f"{shown}\n(Results are truncated: showing the {GLOB_MAX_RESULTS} most recently modified of "
+        f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}"
+    )
+
+
+def _glob_flags() -> int:
+    from wcmatch import glob as wcglob  # imported on first use: keeps it off the server's start-up path
+
+    return wcglob.GLOBSTAR | wcglob.BRACE
+
+
+def _glob_matcher(pattern: str) -> WcMatcher[str]:
+    from wcmatch import glob as wcglob
+
+    return wcglob.compile(pattern, flags=_glob_flags())
+
+
+def _matchingnewest_first(root: Path, relative_paths: list[str], matcher: WcMatcher[str]) -> list[Path]:
+    return newest_first([root / rel for rel in relative_paths if matcher.match(rel)])
+
+
+def _split_literal_prefix(pattern: str) -> tuple[str, str]:
+    """Split `src/app/**/*.ts` into the directory to walk (`src/app`) and what to match there (`**/*.ts`)."""
+    from wcmatch import glob as wcglob
+
+    flags = _glob_flags()
+    parts = pattern.split("/")
+    literal: list[str] = []
+    for index, part in enumerate(parts):
+        if wcglob.is_magic(part, flags=flags):
+            return "/".join(literal) or ("/" if pattern.startswith("/") else ""), "/".join(parts[index:])
+        literal.append(part)
+    return pattern, ""
+
+
+GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)

