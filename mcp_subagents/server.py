@@ -29,7 +29,7 @@ from .schemas import (
     validate_arguments,
 )
 from .service import Subagents, TaskArguments
-from .tasks import TaskRecord, describe_event
+from .task_record import TaskRecord, describe_event
 
 logger = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
 from .prompts import system_prompt
 from .settings import Settings
-from .tasks import Listener, TaskLimits, TaskManager, TaskRecord
+from .task_record import Listener, TaskLimits, TaskRecord
+from .tasks import TaskManager
 from .tools import Tool, ToolContext, builtin_tools
 from .transcripts import read_history
 

@@ -1,91 +1,39 @@
-"""TaskManager: task ids, states, the concurrency queue, watchdogs, stop, and output files."""
+"""TaskManager: task ids, the concurrency queue, watchdogs, stop, output files, and recovery after a restart."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
 
 import anyio
 from anyio.abc import TaskGroup
 
 from .errors import RunError, SubagentsError, TaskNotFoundError
-from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted, TurnStarted
-from .messages import Message, Usage
-from .permissions.asking import Asker, Denial, denial_notes
-from .render import RunStats, task_error, task_result, truncate
-from .tools.base import ProcessGroups
+from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
+from .messages import Message
+from .render import task_error
+from .task_record import (
+    FINISHED_STATES,
+    Job,
+    TaskLimits,
+    TaskRecord,
+    TaskState,
+    completed_text,
+    describe_event,
+    failure_text,
+    interrupted_message,
+    stopped_message,
+)
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
 
-TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
-FINISHED_STATES: frozenset[TaskState] = frozenset({"completed", "failed", "stopped", "interrupted"})
-
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-Listener = Callable[[RunEvent], Awaitable[None]]
-Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
-"""Runs the subagent for a record, feeding every loop event to the listener."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskLimits:
-    max_concurrent: int = 10
-    task_timeout: float = 1800.0
-    idle_timeout: float = 600.0
-    max_result_chars: int = 80_000
-
-
-@dataclass(eq=False, slots=True, kw_only=True)
-class TaskRecord:
-    id: str
-    agent: str
-    description: str
-    output_path: Path
-    transcript: TranscriptWriter
-    state: TaskState = "queued"
-    background: bool = False
-    created: float = field(default_factory=time.time)
-    resumed_from: str | None = None
-    result_text: str | None = None
-    """The rendered `<task_result>` / `<task_error>`, once finished."""
-    result: RunResult | None = None
-    error: str | None = None
-    turn: int = 0
-    max_turns: int = 0
-    tool_uses: int = 0
-    usage: Usage = field(default_factory=Usage)
-    started_at: float | None = None
-    last_activity: float = field(default_factory=time.monotonic)
-    done: anyio.Event = field(default_factory=anyio.Event)
-    scope: anyio.CancelScope | None = None
-    listeners: list[Listener] = field(default_factory=lambda: [])
-    processes: ProcessGroups = field(default_factory=ProcessGroups)
-    """Processes the task's Bash commands left running in the background; killed unless the task completes."""
-    asker: Asker | None = None
-    """Asks the user about a tool call while a foreground Task call waits on this task; None otherwise."""
-    denials: list[Denial] = field(default_factory=lambda: [])
-    stop_requested: str | None = None
-    """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED_STATES
-
-    @property
-    def is_error(self) -> bool:
-        return self.state in ("failed", "interrupted")
-
-    def elapsed(self) -> float:
-        return 0.0 if self.started_at is None else time.monotonic() - self.started_at
 
 
 class TaskManager:
@@ -150,7 +98,7 @@ class TaskManager:
             resumed_from=header.resumed_from,
         )
         record.state = summary.state if summary.state in FINISHED_STATES else "interrupted"
-        record.result_text = summary.result_text or task_error(header.agent, _interrupted_message(task_id))
+        record.result_text = summary.result_text or task_error(header.agent, interrupted_message(task_id))
         record.done.set()
         self._records[task_id] = record
         return record
@@ -165,7 +113,7 @@ class TaskManager:
                 if summary is None or summary.header.created >= started:  # this process's own tasks
                     continue
                 if summary.state == "interrupted" and summary.result_text is None:
-                    message = _interrupted_message(summary.header.task_id)
+                    message = interrupted_message(summary.header.task_id)
                     TranscriptWriter(path, self._secrets).finished(
                         "interrupted", task_error(summary.header.agent, message)
                     )
@@ -349,77 +297,22 @@ class TaskManager:
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
 
-    def _stats(self, record: TaskRecord) -> RunStats:
-        result = record.result
-        return RunStats(
-            task_id=record.id,
-            turns=result.turns if result else record.turn,
-            tool_uses=result.tool_uses if result else record.tool_uses,
-            usage=result.usage if result else record.usage,
-            duration_s=result.duration_s if result else record.elapsed(),
-        )
-
     def _finish_completed(self, record: TaskRecord, result: RunResult) -> None:
         record.result = result
-        record.state = "completed"
-        notes: list[str] = []
-        if record.resumed_from:
-            notes.insert(0, f"[Resumed task {record.resumed_from}.]")
-        if result.stop == "max_turns":
-            notes.append(
-                f"[Stopped at the turn limit ({result.turns} turns) before the agent finished; "
-                f'continue with Task resume: "{record.id}".]'
-            )
-        elif result.stop == "max_tokens":
-            notes.append("[The final answer was cut off at the model's output token limit.]")
-        notes += denial_notes(record.denials)
-        text = truncate(result.text, self.limits.max_result_chars, full_text_at=str(record.output_path))
-        record.result_text = self._redact(task_result(record.agent, text, self._stats(record), notes))
+        self._finish(record, "completed", completed_text(record, result, max_chars=self.limits.max_result_chars))
 
     def _finish_failed(self, record: TaskRecord, exc: Exception) -> None:
-        record.state = "failed"
         message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, SubagentsError):
             logger.error("task %s crashed", record.id, exc_info=exc)
         record.error = message
-        record.result_text = self._redact(task_error(record.agent, _with_denials(message, record), self._stats(record)))
+        self._finish(record, "failed", failure_text(record, message))
 
     def _finish_cancelled(self, record: TaskRecord) -> None:
-        why = record.stop_requested or "stopped"
-        record.state = "interrupted" if why == "interrupted" else "stopped"
-        if why == "interrupted":
-            record.error = _interrupted_message(record.id)
-        else:
-            record.error = (
-                f"Task {record.id} was stopped after {record.turn} turn(s) and {record.tool_uses} tool "
-                f"use(s). Its output so far is in {record.output_path}."
-            )
-        record.result_text = self._redact(
-            task_error(record.agent, _with_denials(record.error, record), self._stats(record))
-        )
+        interrupted = record.stop_requested == "interrupted"
+        record.error = interrupted_message(record.id) if interrupted else stopped_message(record)
+        self._finish(record, "interrupted" if interrupted else "stopped", failure_text(record, record.error))
 
-
-def _with_denials(message: str, record: TaskRecord) -> str:
-    return "\n".join([message, *denial_notes(record.denials)])
-
-
-def _interrupted_message(task_id: str) -> str:
-    return (
-        f'Task {task_id} was interrupted: the server stopped while it ran. Continue it with Task resume: "{task_id}".'
-    )
-
-
-def describe_event(event: RunEvent) -> str | None:
-    """One readable line for a turn or tool event (the output file's format), or None for other events."""
-    if isinstance(event, ModelResponded):
-        calls = ", ".join(call.name for call in event.message.tool_calls)
-        text = " ".join(event.message.text.split())
-        said = f" {text[:300]}{'…' if len(text) > 300 else ''}" if text else ""
-        return f"[turn {event.turn}] assistant:{said}{f' (calls: {calls})' if calls else ''}\n"
-    if isinstance(event, ToolStarted):
-        return f"[turn {event.turn}] tool {event.call.name} {json.dumps(event.call.arguments)[:300]}\n"
-    if isinstance(event, ToolFinished):
-        status = "error" if event.result.is_error else "ok"
-        first = event.result.content.strip().splitlines()[0][:200] if event.result.content.strip() else ""
-        return f"[turn {event.turn}] {event.call.name} -> {status} ({len(event.result.content)} chars): {first}\n"
-    return None
+    def _finish(self, record: TaskRecord, state: TaskState, text: str) -> None:
+        record.state = state
+        record.result_text = self._redact(text)
