@@ -7,12 +7,13 @@ import json
 import re
 import socket
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 
-from tests.fakes.fake_llm import FakeLLM, error, hang, malformed, text, tool_use, turn
+from tests.fakes.fake_llm import FakeLLM, Turn, error, hang, malformed, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
 
 from .support import connected, make_settings, text_of
@@ -105,11 +106,17 @@ async def test_provider_faults_end_in_a_clear_task_error(
 
 
 async def test_a_host_that_disconnects_mid_task_leaves_background_work_running(tmp_path: Path, fake: FakeLLM) -> None:
-    fake.push(turn(text("background done"), delay=1.0), turn(text("foreground done"), delay=30))
+    def answer(body: dict[str, Any]) -> Turn:  # by prompt: the two requests may arrive in either order
+        if body["messages"][0]["content"][0]["text"] == "in the background":
+            return turn(text("background done"), delay=1.0)
+        return turn(text("foreground done"), delay=30)
+
+    fake.default = answer
     async with http_server(tmp_path, "streamable-http", environ=environment(tmp_path, fake)) as url:
         with anyio.fail_after(30):
             async with Client(url, mode="legacy") as first:  # pyright: ignore[reportArgumentType]
-                launched = text_of(await first.call_tool("Task", {**TASK, "run_in_background": True}))
+                background = {**TASK, "prompt": "in the background", "run_in_background": True}
+                launched = text_of(await first.call_tool("Task", background))
                 task_id = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
                 with anyio.move_on_after(0.3):  # the host goes away in the middle of a foreground call
                     await first.call_tool("Task", TASK)
