@@ -16,6 +16,7 @@ from anyio.abc import TaskGroup
 from .errors import RunError, SubagentsError, TaskNotFoundError
 from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
 from .messages import Message
+from .redaction import Redactor
 from .render import task_error
 from .task_record import (
     FINISHED_STATES,
@@ -42,7 +43,7 @@ class TaskManager:
     def __init__(self, *, state_dir: Path, limits: TaskLimits, secrets: Iterable[str] = ()) -> None:
         self.limits = limits
         self.output_dir = state_dir / "tasks"
-        self._secrets = tuple(s for s in secrets if s)
+        self._redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
         self._queue: list[str] = []
         self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
@@ -93,7 +94,7 @@ class TaskManager:
             agent=header.agent,
             description=header.description,
             output_path=self.output_dir / f"{task_id}.output",
-            transcript=TranscriptWriter(path, self._secrets),
+            transcript=TranscriptWriter(path, self._redact),
             created=header.created,
             resumed_from=header.resumed_from,
         )
@@ -114,7 +115,7 @@ class TaskManager:
                     continue
                 if summary.state == "interrupted" and summary.result_text is None:
                     message = interrupted_message(summary.header.task_id)
-                    TranscriptWriter(path, self._secrets).finished(
+                    TranscriptWriter(path, self._redact).finished(
                         "interrupted", task_error(summary.header.agent, message)
                     )
                     closed.append(summary.header.task_id)
@@ -154,7 +155,7 @@ class TaskManager:
             description=description,
             background=background,
             output_path=self.output_dir / f"{task_id}.output",
-            transcript=TranscriptWriter(self.transcript_path(task_id), self._secrets),
+            transcript=TranscriptWriter(self.transcript_path(task_id), self._redact),
             resumed_from=resumed_from,
         )
         record.scope = anyio.CancelScope()
@@ -284,11 +285,6 @@ class TaskManager:
             write(*args)
         except OSError:
             logger.warning("could not write a transcript line", exc_info=True)
-
-    def _redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
 
     def _append_output(self, record: TaskRecord, text: str) -> None:
         try:

@@ -7,7 +7,7 @@ The file is the durable record of a task: a restarted server reads it to report 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .messages import AssistantMessage, Message, ToolResult, ToolResultMessage
+from .redaction import Redactor
 
 INTERRUPTED_TOOL_RESULT = "The task was interrupted before this tool call finished; its result is unknown."
 
@@ -53,14 +54,12 @@ class TranscriptSummary:
 class TranscriptWriter:
     """Appends lines to a task's transcript, flushing each one so a crash loses at most the line being written."""
 
-    def __init__(self, path: Path, redact: Iterable[str] = ()) -> None:
+    def __init__(self, path: Path, redact: Redactor | None = None) -> None:
         self.path = path
-        self._secrets = tuple(s for s in redact if s)
+        self._redact = redact or Redactor()
 
     def _append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps(entry, ensure_ascii=False)
-        for secret in self._secrets:
-            line = line.replace(secret, "[redacted]")
+        line = self._redact(json.dumps(entry, ensure_ascii=False))
         with self.path.open("a", encoding="utf-8") as out:
             out.write(line + "\n")
             out.flush()

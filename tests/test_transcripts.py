@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcp_subagents.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, UserMessage
+from mcp_subagents.redaction import Redactor
 from mcp_subagents.transcripts import (
     INTERRUPTED_TOOL_RESULT,
     TranscriptHeader,
@@ -50,7 +51,7 @@ def test_a_line_cut_short_by_a_crash_is_skipped_and_open_tool_calls_are_closed(t
 
 
 def test_secrets_are_redacted_from_transcript_lines(tmp_path: Path) -> None:
-    writer = TranscriptWriter(tmp_path / "t.jsonl", redact=["sk-abcdefgh"])
+    writer = TranscriptWriter(tmp_path / "t.jsonl", redact=Redactor(["sk-abcdefgh"]))
     writer.header(HEADER)
     writer.message(UserMessage(content="my key is sk-abcdefgh"))
     content = (tmp_path / "t.jsonl").read_text(encoding="utf-8")

@@ -17,6 +17,7 @@ import anyio
 import httpx2
 
 from ..errors import ModelAPIError
+from ..redaction import Redactor
 from .base import ModelRequest, ModelResponse
 
 _MAX_BACKOFF = 4.0
@@ -83,6 +84,7 @@ class SdkAdapter(ABC, Generic[ClientT]):
         stream_error_backoff: float = 0.5,
     ) -> None:
         self._api_key = api_key
+        self._redact = Redactor((api_key,))
         self._base_url = base_url
         self._max_retries = max_retries
         self._request_timeout = request_timeout
@@ -187,7 +189,7 @@ class SdkAdapter(ABC, Generic[ClientT]):
         return self._make(f"{self._api} returned a malformed response: {detail}", status_code, False)
 
     def _make(self, message: str, status_code: int | None, retryable: bool) -> ModelAPIError:
-        return ModelAPIError(_redact(message, self._api_key), status_code=status_code, retryable=retryable)
+        return ModelAPIError(self._redact(message), status_code=status_code, retryable=retryable)
 
     def _url(self) -> str:
         return str(self._client.base_url) if self._client is not None else (self._base_url or "the default URL")
@@ -196,7 +198,3 @@ class SdkAdapter(ABC, Generic[ClientT]):
 def _cause(exc: BaseException) -> str:
     cause = exc.__cause__ or exc.__context__
     return str(cause) if cause is not None and str(cause) else str(exc)
-
-
-def _redact(message: str, secret: str) -> str:
-    return message.replace(secret, "[redacted]") if len(secret) >= 4 else message
