@@ -48,7 +48,6 @@ class TaskRecord:
     result_text: str | None = None
     """The rendered `<task_result>` / `<task_error>`, once finished."""
     result: RunResult | None = None
-    error: str | None = None
     turn: int = 0
     max_turns: int = 0
     tool_uses: int = 0

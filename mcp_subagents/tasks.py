@@ -174,18 +174,16 @@ class TaskManager:
 
     async def stop(self, task_id: str, *, grace: float = 5.0) -> TaskRecord:
         """Cancel a queued or running task and wait until it has cleaned up (its processes are gone)."""
-        record = self.get(task_id)
-        if not record.finished:
-            self._cancel(record, "stopped")
-            with anyio.move_on_after(grace):
-                await record.done.wait()
+        record = self.request_stop(task_id)
+        await self.wait(record, grace)
         return record
 
-    def request_stop(self, task_id: str) -> None:
+    def request_stop(self, task_id: str) -> TaskRecord:
         """Ask a task to stop without waiting (used when the host cancels a foreground call)."""
         record = self.get(task_id)
         if not record.finished:
             self._cancel(record, "stopped")
+        return record
 
     def _cancel(self, record: TaskRecord, why: str) -> None:
         record.stop_requested = why
@@ -301,13 +299,12 @@ class TaskManager:
         message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, SubagentsError):
             logger.error("task %s crashed", record.id, exc_info=exc)
-        record.error = message
         self._finish(record, "failed", failure_text(record, message))
 
     def _finish_cancelled(self, record: TaskRecord) -> None:
         interrupted = record.stop_requested == "interrupted"
-        record.error = interrupted_message(record.id) if interrupted else stopped_message(record)
-        self._finish(record, "interrupted" if interrupted else "stopped", failure_text(record, record.error))
+        message = interrupted_message(record.id) if interrupted else stopped_message(record)
+        self._finish(record, "interrupted" if interrupted else "stopped", failure_text(record, message))
 
     def _finish(self, record: TaskRecord, state: TaskState, text: str) -> None:
         record.state = state
