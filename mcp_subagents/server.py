@@ -137,14 +137,15 @@ def _tools(app: Subagents) -> list[types.Tool]:
 
 
 async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
-    validate_arguments("Task", task_schema(list(app.catalog().names())), arguments)
+    catalog = app.catalog()
+    validate_arguments("Task", task_schema(list(catalog.names())), arguments)
     args = TaskArguments(**arguments)
     try:
-        record = app.launch(args, roots=await host_roots(ctx.session))
+        record = app.launch(args, catalog=catalog, roots=await host_roots(ctx.session))
     except ProviderNotConfiguredError as exc:
         return _text(task_error(args.subagent_type, exc.message), is_error=True)
     if record.background:
-        return _text(_launched_text(app, record))
+        return _text(_launched_text(record))
     progress = _HostReporter(ctx, record)
     record.listeners.append(progress)
     record.asker = _Elicitor(ctx, seconds=app.settings.foreground_deadline)
@@ -222,7 +223,7 @@ class _Elicitor:
         return answer.action == "accept" and bool((answer.content or {}).get("allow"))
 
 
-def _launched_text(app: Subagents, record: TaskRecord) -> str:
+def _launched_text(record: TaskRecord) -> str:
     return (
         f"Task launched in the background.\n"
         f"task_id: {record.id}\n"

@@ -140,8 +140,8 @@ class Subagents:
     def catalog(self) -> Catalog:
         return self.loader.load()
 
-    def definition(self, name: str) -> AgentDefinition:
-        catalog = self.catalog()
+    def definition(self, name: str, catalog: Catalog | None = None) -> AgentDefinition:
+        catalog = catalog or self.catalog()
         definition = catalog.get(name)
         if definition is None:
             raise UnknownAgentError(name, list(catalog.names()))
@@ -153,8 +153,10 @@ class Subagents:
                 self._model = await create_model(self._provider, deadline=self.settings.model_deadline)
             return self._model
 
-    def launch(self, args: TaskArguments, *, roots: tuple[Path, ...] = ()) -> TaskRecord:
-        """Start a task in the manager; returns at once.
+    def launch(
+        self, args: TaskArguments, *, catalog: Catalog | None = None, roots: tuple[Path, ...] = ()
+    ) -> TaskRecord:
+        """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
 
         Raises:
             UnknownAgentError: no such subagent type.
@@ -170,10 +172,10 @@ class Subagents:
                     f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
                     "TaskStop before resuming it."
                 )
-            definition = self.definition(previous.agent)
+            definition = self.definition(previous.agent, catalog)
             history = read_history(self.tasks.transcript_path(previous.id))
         else:
-            definition = self.definition(args.subagent_type)
+            definition = self.definition(args.subagent_type, catalog)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
 
