@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from ..errors import DefinitionError
 from ..messages import JsonObject
+from ..models.resolve import MODEL_ALIASES as ALIAS_TO_MODEL_ID
 from ._coerce import as_list, as_object
 from .frontmatter import read_frontmatter
 from .model import AgentDefinition, LoadError, McpServerSpec, MemoryScope, Source
@@ -17,7 +18,7 @@ from .model import AgentDefinition, LoadError, McpServerSpec, MemoryScope, Sourc
 NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 """Accepted names. The contract asks for lowercase letters, digits and hyphens, but the built-ins are `Explore`,
 `Plan` and `Bash`, so case and underscores are accepted here and only the validator flags them."""
-MODEL_ALIASES: Final = frozenset({"sonnet", "opus", "haiku", "fable", "inherit"})
+MODEL_ALIASES: Final = frozenset({*ALIAS_TO_MODEL_ID, "inherit"})
 PERMISSION_MODES: Final = ("default", "acceptEdits", "auto", "dontAsk", "bypassPermissions", "plan")
 MEMORY_SCOPES: Final[tuple[MemoryScope, ...]] = ("user", "project", "local")
 DESCRIPTION_FALLBACKS: Final = ("when-to-use", "when_to_use")

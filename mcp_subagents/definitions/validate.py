@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
 from ..errors import DefinitionError
+from ..tools import AGENT_TOOLS
 from .frontmatter import read_frontmatter
 from .model import AgentDefinition, LoadError, tool_base_name
 from .parse import DESCRIPTION_FALLBACKS, MODEL_ALIASES, build_definition
@@ -21,7 +22,7 @@ from .sources import markdown_files, read_definition_text
 
 Severity: TypeAlias = Literal["error", "warning"]
 
-NEVER_GRANTED: Final = frozenset({"Task", "Agent"})
+NEVER_GRANTED: Final = AGENT_TOOLS
 """Recognised in `tools`, but subagents never get them: no nesting."""
 CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
     {

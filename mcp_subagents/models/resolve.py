@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 MODEL_ALIASES: Mapping[str, str] = {
-    "opus": "claude-opus-5-5",
     "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
     "haiku": "claude-haiku-5-5",
     "fable": "claude-fable-5-2",
 }
-TASK_MODEL_CHOICES = ("sonnet", "opus", "haiku", "fable")
+TASK_MODEL_CHOICES = tuple(MODEL_ALIASES)
 
 
 def resolve_model_id(*, task_model: str | None, definition_model: str | None, default_model: str, provider: str) -> str:

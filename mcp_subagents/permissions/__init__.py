@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent_map import agent_map_problems, agent_map_verdict
-    from .policy import MODES, READ_ONLY_TOOLS, PermissionPolicy, decide, effective_mode, normalize_mode
+    from .modes import MODES, effective_mode, normalize_mode
+    from .policy import READ_ONLY_TOOLS, PermissionPolicy, decide
     from .rules import PermissionRule, PermissionRules, RuleError, load_rules, parse_rule
     from .verdict import Decision, Verdict
 
 _HOMES = {
     "Decision": "verdict",
-    "MODES": "policy",
+    "MODES": "modes",
     "PermissionPolicy": "policy",
     "PermissionRule": "rules",
     "PermissionRules": "rules",
@@ -26,9 +27,9 @@ _HOMES = {
     "agent_map_problems": "agent_map",
     "agent_map_verdict": "agent_map",
     "decide": "policy",
-    "effective_mode": "policy",
+    "effective_mode": "modes",
     "load_rules": "rules",
-    "normalize_mode": "policy",
+    "normalize_mode": "modes",
     "parse_rule": "rules",
 }
 

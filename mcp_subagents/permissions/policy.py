@@ -15,38 +15,17 @@ from pathlib import Path
 from ..messages import JsonObject
 from .agent_map import agent_map_verdict
 from .bash import ShellSyntaxError, SimpleCommand, matching_variants, split_command
+from .modes import normalize_mode
 from .patterns import Bases, CommandPattern, DomainPattern, PathPattern, url_host
 from .rules import EDIT_TOOLS, PATH_TOOLS, PermissionRule, PermissionRules, RuleList
 from .targets import PathTarget, TargetError, absolute_path, is_inside, path_target
 from .verdict import Verdict
 
-MODES: tuple[str, ...] = ("plan", "dontAsk", "default", "acceptEdits", "bypassPermissions")
-"""Permission modes from the narrowest to the widest."""
-MODE_ALIASES: dict[str, str] = {"auto": "default", "manual": "default"}
 READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead", "LS"})
 """Tools every mode runs without asking (inside the allowed directories)."""
 
 _DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
 _CLIP = 120
-
-
-def normalize_mode(mode: str | None) -> str:
-    """`auto` and `manual` become `default`; so does an unknown or missing mode."""
-    if mode is None:
-        return "default"
-    mode = MODE_ALIASES.get(mode, mode)
-    return mode if mode in MODES else "default"
-
-
-def effective_mode(server_mode: str, definition_mode: str | None) -> str:
-    """The narrower of the server's mode and the agent definition's: a definition can never widen the server's.
-
-    Narrowest first: plan, dontAsk, default, acceptEdits, bypassPermissions.
-    """
-    server = normalize_mode(server_mode)
-    if definition_mode is None:
-        return server
-    return min(server, normalize_mode(definition_mode), key=MODES.index)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

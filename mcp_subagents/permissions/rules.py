@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
 from ..errors import ConfigError
+from ..tools import AGENT_TOOLS
+from .modes import MODE_ALIASES, MODES
 from .patterns import (
     CommandPattern,
     DomainPattern,
@@ -34,8 +36,7 @@ READ_TOOLS = frozenset({"Read", "Glob", "Grep", "NotebookRead", "LS"})
 EDIT_TOOLS = frozenset({"Edit", "Write", "NotebookEdit", "MultiEdit"})
 """Tools an `Edit(...)` rule covers."""
 PATH_TOOLS = READ_TOOLS | EDIT_TOOLS
-AGENT_TOOLS = frozenset({"Task", "Agent"})
-MODE_NAMES = frozenset({"default", "acceptEdits", "dontAsk", "bypassPermissions", "plan", "auto", "manual"})
+MODE_NAMES = frozenset({*MODES, *MODE_ALIASES})
 
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from .shell import sanitized_environment
 
 BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite")
+AGENT_TOOLS: frozenset[str] = frozenset({"Task", "Agent"})
+"""Claude Code's tools that launch subagents: recognised in definitions and rules, never given to a subagent."""
 
 
 def builtin_tools() -> dict[str, Tool]:
@@ -44,6 +46,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AGENT_TOOLS",
     "BUILTIN_TOOL_NAMES",
     "TodoList",
     "Tool",
