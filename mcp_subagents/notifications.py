@@ -7,6 +7,7 @@ Each protocol era has its own path: 2025-era sessions get `notifications/tools/l
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -49,7 +50,7 @@ def catalog_signature(catalog: Catalog) -> tuple[tuple[str, str, str], ...]:
     return tuple((d.name, d.description, tools_summary(d)) for d in catalog.agents.values())
 
 
-async def watch_catalog(load: Any, notifier: ToolListNotifier, *, interval: float) -> None:
+async def watch_catalog(load: Callable[[], Catalog], notifier: ToolListNotifier, *, interval: float) -> None:
     """Poll the agent definitions (a stat per file, thanks to the loader's cache) and notify hosts on a change."""
     previous = catalog_signature(load())
     while True:
