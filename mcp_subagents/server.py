@@ -14,12 +14,14 @@ from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import ListenHandler
 
 from . import __version__
+from .auth import principal_of
 from .definitions import tools_summary
 from .errors import InvalidArgumentsError, ProviderNotConfiguredError, SubagentsError
 from .loop import RunEvent, ToolStarted, TurnStarted
 from .notifications import ToolListNotifier
 from .permissions.asking import PermissionQuestion
 from .render import AgentLine, task_description, task_error
+from .root_policy import confine_roots
 from .roots import host_roots
 from .schemas import (
     TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
@@ -84,9 +86,9 @@ def build_server(app: Subagents) -> SubagentsServer:
                 case "Task":
                     return await _call_task(app, ctx, arguments)
                 case "TaskOutput":
-                    return await _call_task_output(app, arguments)
+                    return await _call_task_output(app, arguments, principal_of(ctx.request))
                 case "TaskStop":
-                    return await _call_task_stop(app, arguments)
+                    return await _call_task_stop(app, arguments, principal_of(ctx.request))
                 case _:
                     return _text(
                         f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop", is_error=True
@@ -141,7 +143,10 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
     validate_arguments("Task", task_schema(list(catalog.names())), arguments)
     args = TaskArguments(**arguments)
     try:
-        record = app.launch(args, catalog=catalog, roots=await host_roots(ctx.session))
+        roots = await host_roots(ctx.session)
+        if ctx.request is not None and not app.settings.trust_client_roots:  # over HTTP: see root_policy
+            roots = confine_roots(roots, areas=(app.settings.working_directory, *app.settings.allowed_roots))
+        record = app.launch(args, catalog=catalog, roots=roots, principal=principal_of(ctx.request))
     except ProviderNotConfiguredError as exc:
         return _text(task_error(args.subagent_type, exc.message), is_error=True)
     if record.background:
@@ -261,21 +266,21 @@ def _status_text(app: Subagents, record: TaskRecord) -> str:
     return "\n".join(lines)
 
 
-async def _call_task_output(app: Subagents, arguments: dict[str, Any]) -> types.CallToolResult:
+async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
     validate_arguments("TaskOutput", TASK_OUTPUT_SCHEMA, arguments)
-    record = app.tasks.get(str(arguments["task_id"]))
+    record = app.tasks.get(str(arguments["task_id"]), principal=principal)
     if arguments.get("block", True) and not record.finished:
         timeout_ms = float(arguments.get("timeout", TASK_OUTPUT_DEFAULT_TIMEOUT_MS))
         await app.tasks.wait(record, min(timeout_ms / 1000, app.settings.foreground_deadline))
     return _text(_status_text(app, record), is_error=record.finished and record.is_error)
 
 
-async def _call_task_stop(app: Subagents, arguments: dict[str, Any]) -> types.CallToolResult:
+async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
     validate_arguments("TaskStop", TASK_STOP_SCHEMA, arguments)
     task_id = arguments.get("task_id") or arguments.get("shell_id")
     if not task_id:
         raise InvalidArgumentsError("Missing required parameter: task_id")
-    record = app.tasks.get(str(task_id))
+    record = app.tasks.get(str(task_id), principal=principal)
     if record.finished:
         return _text(
             f"Task {record.id} ({record.description}) already finished with status {record.state}; nothing to stop."

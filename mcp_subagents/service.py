@@ -29,6 +29,7 @@ from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
+from .principals import LOCAL_PRINCIPAL
 from .prompts import system_prompt
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
@@ -154,9 +155,16 @@ class Subagents:
             return self._model
 
     def launch(
-        self, args: TaskArguments, *, catalog: Catalog | None = None, roots: tuple[Path, ...] = ()
+        self,
+        args: TaskArguments,
+        *,
+        catalog: Catalog | None = None,
+        roots: tuple[Path, ...] = (),
+        principal: str = LOCAL_PRINCIPAL,
     ) -> TaskRecord:
         """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
+
+        The task belongs to `principal`, who alone can resume it, read it and stop it.
 
         Raises:
             UnknownAgentError: no such subagent type.
@@ -166,7 +174,7 @@ class Subagents:
         """
         history: list[Message] = []
         if args.resume:
-            previous = self.tasks.get(args.resume)
+            previous = self.tasks.get(args.resume, principal=principal)
             if not previous.finished:
                 raise SubagentsError(
                     f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
@@ -191,6 +199,7 @@ class Subagents:
             background=args.run_in_background or definition.background,
             resumed_from=args.resume,
             history=history,
+            owner=principal,
         )
 
     @cached_property

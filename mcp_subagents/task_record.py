@@ -14,6 +14,7 @@ import anyio
 from .loop import ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted
 from .messages import Usage
 from .permissions.asking import Asker, Denial, denial_notes
+from .principals import LOCAL_PRINCIPAL
 from .render import RunStats, task_error, task_result, truncate
 from .tools.base import ProcessGroups
 from .transcripts import TranscriptWriter
@@ -45,6 +46,8 @@ class TaskRecord:
     background: bool = False
     created: float = field(default_factory=time.time)
     resumed_from: str | None = None
+    owner: str = LOCAL_PRINCIPAL
+    """The principal that started the task; only it can read, stop or resume it."""
     result_text: str | None = None
     """The rendered `<task_result>` / `<task_error>`, once finished."""
     result: RunResult | None = None

@@ -16,6 +16,7 @@ from anyio.abc import TaskGroup
 from .errors import RunError, SubagentsError, TaskNotFoundError
 from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
 from .messages import Message
+from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 from .render import task_error
 from .task_record import (
@@ -35,6 +36,7 @@ from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 logger = logging.getLogger(__name__)
 
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+TASK_ID_BYTES = 16
 
 
 class TaskManager:
@@ -66,17 +68,25 @@ class TaskManager:
                 group.cancel_scope.cancel()
 
     def new_id(self) -> str:
-        while (task_id := secrets.token_hex(4)) in self._records:
+        """128 random bits: over HTTP an id is all that stands between a task and another person."""
+        while (task_id := secrets.token_hex(TASK_ID_BYTES)) in self._records:
             pass
         return task_id
 
-    def get(self, task_id: str) -> TaskRecord:
-        """A task of this process, or one an earlier server process ran on the same state directory."""
-        task_id = task_id.strip()
-        record = self._records.get(task_id) or self._load_finished(task_id)
-        if record is None:
-            raise TaskNotFoundError(task_id)
+    def get(self, task_id: str, *, principal: str) -> TaskRecord:
+        """A task `principal` started, in this process or in an earlier one on the same state directory.
+
+        Raises:
+            TaskNotFoundError: no such task, or it belongs to someone else (the same error, word for word).
+        """
+        record = self._find(task_id)
+        if record is None or record.owner != principal:
+            raise TaskNotFoundError(task_id.strip())
         return record
+
+    def _find(self, task_id: str) -> TaskRecord | None:
+        task_id = task_id.strip()
+        return self._records.get(task_id) or self._load_finished(task_id)
 
     def transcript_path(self, task_id: str) -> Path:
         return self.output_dir / f"{task_id}.jsonl"
@@ -97,6 +107,7 @@ class TaskManager:
             transcript=TranscriptWriter(path, self._redact),
             created=header.created,
             resumed_from=header.resumed_from,
+            owner=header.owner,
         )
         record.state = summary.state if summary.state in FINISHED_STATES else "interrupted"
         record.result_text = summary.result_text or task_error(header.agent, interrupted_message(task_id))
@@ -145,6 +156,7 @@ class TaskManager:
         background: bool = False,
         resumed_from: str | None = None,
         history: Sequence[Message] = (),
+        owner: str = LOCAL_PRINCIPAL,
     ) -> TaskRecord:
         if self._group is None:
             raise SubagentsError("The task manager is not running")
@@ -157,10 +169,16 @@ class TaskManager:
             output_path=self.output_dir / f"{task_id}.output",
             transcript=TranscriptWriter(self.transcript_path(task_id), self._redact),
             resumed_from=resumed_from,
+            owner=owner,
         )
         record.scope = anyio.CancelScope()
         header = TranscriptHeader(
-            task_id=task_id, agent=agent, description=description, created=record.created, resumed_from=resumed_from
+            task_id=task_id,
+            agent=agent,
+            description=description,
+            created=record.created,
+            resumed_from=resumed_from,
+            owner=owner,
         )
         record.transcript.header(header)
         for message in history:
@@ -179,8 +197,13 @@ class TaskManager:
         return record
 
     def request_stop(self, task_id: str) -> TaskRecord:
-        """Ask a task to stop without waiting (used when the host cancels a foreground call)."""
-        record = self.get(task_id)
+        """Ask a task to stop without waiting (used when the host cancels a foreground call).
+
+        The caller has already looked the task up for its principal with `get`.
+        """
+        record = self._find(task_id)
+        if record is None:
+            raise TaskNotFoundError(task_id)
         if not record.finished:
             self._cancel(record, "stopped")
         return record

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .messages import AssistantMessage, Message, ToolResult, ToolResultMessage
+from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 
 INTERRUPTED_TOOL_RESULT = "The task was interrupted before this tool call finished; its result is unknown."
@@ -41,6 +42,8 @@ class TranscriptHeader:
     description: str
     created: float
     resumed_from: str | None = None
+    owner: str = LOCAL_PRINCIPAL
+    """The principal the task belongs to; transcripts written before owners were recorded belong to the local user."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +76,7 @@ class TranscriptWriter:
                 "description": header.description,
                 "created": header.created,
                 "resumed_from": header.resumed_from,
+                "owner": header.owner,
             }
         )
 
@@ -106,6 +110,7 @@ def read_summary(path: Path) -> TranscriptSummary | None:
                 description=str(entry.get("description", "")),
                 created=float(entry.get("created", 0.0)),
                 resumed_from=entry.get("resumed_from"),
+                owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
             )
         elif entry.get("type") == "end":
             state, result = str(entry.get("state", "interrupted")), entry.get("result")
