@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import anyio
 from mcp import MCPDeprecationWarning
@@ -93,7 +94,7 @@ def _serve(settings: Settings) -> None:
     from .notifications import watch_catalog
     from .server import build_server
     from .service import Subagents
-    from .transports import serve
+    from .transports import open_listener, serve
 
     async def main() -> None:
         app = Subagents(settings)
@@ -102,16 +103,31 @@ def _serve(settings: Settings) -> None:
             if settings.watch_interval > 0:
                 watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
                 group.start_soon(watch)
-            await serve(server, settings)
+            await serve(server, settings, listener)
             group.cancel_scope.cancel()
 
     try:
+        listener = open_listener(settings)  # HTTP start-up checks and the port, before anything runs
         anyio.run(main)
-    except ConfigError as exc:
-        logging.getLogger("mcp_subagents").error("%s", exc.message)
+    except (ConfigError, BaseExceptionGroup) as exc:
+        config_error = _config_error(exc)
+        if config_error is None:
+            raise
+        logging.getLogger("mcp_subagents").error("%s", config_error.message)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         pass
+
+
+def _config_error(exc: BaseException) -> ConfigError | None:
+    """The ConfigError in `exc`, also when task groups wrapped it, so it prints as one line."""
+    if isinstance(exc, ConfigError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in cast("BaseExceptionGroup[BaseException]", exc).exceptions:
+            if (found := _config_error(inner)) is not None:
+                return found
+    return None
 
 
 def _run(settings: Settings, agent: str, prompt: str) -> int:

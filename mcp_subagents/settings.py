@@ -51,6 +51,20 @@ class Settings:
     watch_interval: float = 2.0
     """Seconds between checks of the agent files for changes (0 turns the check off)."""
     log_level: str = "INFO"
+    # Serving HTTP to a team (README "Serving a team"). MCP_SUBAGENTS_AUTH_TOKEN is read by transports, never kept.
+    auth_token_file: Path | None = None
+    oauth_issuer: str | None = None
+    oauth_audience: str | None = None
+    oauth_scopes: tuple[str, ...] = ()
+    public_url: str | None = None
+    """The URL clients use for the MCP endpoint: the OAuth resource and the default token audience."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (besides loopback) that HTTP requests may address: DNS-rebinding protection stays on."""
+    allowed_roots: tuple[Path, ...] = ()
+    """Folders an HTTP client's roots may name, besides the working directory."""
+    trust_client_roots: bool = False
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
 
     @property
     def working_directory(self) -> Path:
@@ -66,6 +80,11 @@ class _Option:
     repeat: bool = False
     choices: Sequence[str] | None = None
     serve_only: bool = False
+    switch: bool = False
+    """A flag without a value (`store_true`); its variable takes 1/true/yes or 0/false/no."""
+    metavar: str | None = None
+    separator: str = os.pathsep
+    """Between the items of a repeatable option's variable."""
 
     @property
     def env(self) -> str:
@@ -102,6 +121,33 @@ def _non_negative_seconds(raw: str) -> float:
 
 def _path(raw: str) -> Path:
     return Path(raw).expanduser()
+
+
+def _boolean(raw: str | bool) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be 1/true/yes or 0/false/no, got {raw!r}")
+
+
+def _host_name(raw: str) -> str:
+    value = raw.strip()
+    if not value or any(char in value for char in "/ \t@?#"):
+        raise ValueError(f"must be a host name such as agents.example.com, without scheme or path, got {raw!r}")
+    return value.lower()
+
+
+def _http_url(raw: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"must be an http(s) URL, got {raw!r}")
+    return raw
 
 
 SOURCE_OPTIONS: tuple[_Option, ...] = (
@@ -170,6 +216,54 @@ SERVE_OPTIONS: tuple[_Option, ...] = (
     _Option("--transport", "transport", "stdio (default), sse or streamable-http", choices=TRANSPORTS),
     _Option("--host", "host", "address for sse / streamable-http (default: 127.0.0.1)"),
     _Option("--port", "port", "port for sse / streamable-http (default: 8000; 0 = any free port)", _port),
+    _Option(
+        "--auth-token-file",
+        "auth_token_file",
+        "HTTP bearer tokens, one principal:token per line, mode 600 (MCP_SUBAGENTS_AUTH_TOKEN: one token)",
+        _path,
+    ),
+    _Option("--oauth-issuer", "oauth_issuer", "accept OAuth access tokens (JWT) from this issuer", _http_url),
+    _Option("--oauth-audience", "oauth_audience", "audience OAuth tokens must name (default: --public-url)"),
+    _Option(
+        "--oauth-scope",
+        "oauth_scopes",
+        "scope every OAuth token must carry (repeatable)",
+        str.strip,
+        repeat=True,
+        metavar="SCOPE",
+        separator=",",
+    ),
+    _Option(
+        "--public-url",
+        "public_url",
+        "the URL clients use, e.g. https://agents.example.com/mcp (OAuth resource; default from --host/--port)",
+        _http_url,
+    ),
+    _Option(
+        "--allowed-host",
+        "allowed_hosts",
+        "host name HTTP requests may address besides loopback, e.g. agents.example.com (repeatable)",
+        _host_name,
+        repeat=True,
+        metavar="HOST",
+        separator=",",
+    ),
+    _Option(
+        "--allowed-root",
+        "allowed_roots",
+        "folder an HTTP client's MCP roots may name, besides --cwd (repeatable)",
+        _path,
+        repeat=True,
+    ),
+    _Option(
+        "--trust-client-roots",
+        "trust_client_roots",
+        "let HTTP clients' MCP roots widen the allowed area anywhere (stdio roots are always trusted)",
+        _boolean,
+        switch=True,
+    ),
+    _Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", _path),
+    _Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", _path),
 )
 
 
@@ -177,7 +271,10 @@ def add_options(parser: argparse.ArgumentParser, options: Sequence[_Option]) -> 
     for option in options:
         help_text = f"{option.help} [env {option.env}]"
         if option.repeat:
-            parser.add_argument(option.flag, dest=option.dest, action="append", metavar="DIR", help=help_text)
+            metavar = option.metavar or "DIR"
+            parser.add_argument(option.flag, dest=option.dest, action="append", metavar=metavar, help=help_text)
+        elif option.switch:
+            parser.add_argument(option.flag, dest=option.dest, action="store_true", default=None, help=help_text)
         else:
             parser.add_argument(option.flag, dest=option.dest, choices=option.choices, help=help_text)
 
@@ -197,7 +294,7 @@ def settings_from(
         origin = option.flag
         if given is None and option.env in environ and environ[option.env] != "":
             raw = environ[option.env]
-            given = raw.split(os.pathsep) if option.repeat else raw
+            given = raw.split(option.separator) if option.repeat else raw
             origin = option.env
         if given is None:
             continue

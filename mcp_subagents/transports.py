@@ -1,48 +1,199 @@
-"""Serving the MCP server over stdio, legacy HTTP+SSE, or Streamable HTTP, inside the runtime's lifetime."""
+"""Serving the MCP server over stdio, legacy HTTP+SSE, or Streamable HTTP, inside the runtime's lifetime.
+
+For HTTP, `open_listener` does every start-up check (tokens, exposure, OAuth, TLS, the port) before the runtime
+starts, so a problem is one line on stderr, not a traceback.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import anyio
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .auth import StaticTokenVerifier, TokenVerifiers, env_token
 from .errors import ConfigError
+from .http_security import WILDCARD_ADDRESSES, HttpGuard, check_exposure, is_loopback, transport_security
 from .server import SubagentsServer
 from .settings import Settings
 
 logger = logging.getLogger(__name__)
 
+SHUTDOWN_SECONDS = 3
+"""How long open connections (SSE streams) may delay stopping."""
 
-async def serve(server: SubagentsServer, settings: Settings) -> None:
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    cert: Path
+    key: Path
+
+
+@dataclass(slots=True)
+class HttpListener:
+    """A bound socket and everything checked before serving on it."""
+
+    sock: socket.socket
+    url: str
+    """The endpoint as bound, e.g. http://127.0.0.1:8000/mcp."""
+    resource_url: str
+    """The endpoint as clients name it: --public-url, else `url`. The OAuth resource and default audience."""
+    tokens: StaticTokenVerifier | None
+    tls: TlsFiles | None
+
+
+def endpoint_path(settings: Settings) -> str:
+    return "/sse" if settings.transport == "sse" else "/mcp"
+
+
+def open_listener(settings: Settings, environ: Mapping[str, str] | None = None) -> HttpListener | None:
+    """Check the HTTP configuration and bind the port; None on stdio.
+
+    Raises:
+        ConfigError: one line saying what is wrong and how to fix it.
+    """
+    if settings.transport == "stdio":
+        return None
+    environ = os.environ if environ is None else environ
+    extra = env_token(environ)
+    tokens = StaticTokenVerifier(settings.auth_token_file, extra, scopes=settings.oauth_scopes)
+    has_tokens = bool(tokens.entries)
+    _check_oauth(settings)
+    check_exposure(settings, authenticated=has_tokens or settings.oauth_issuer is not None)
+    tls = _tls_files(settings)
+    sock = _listening_socket(settings.host, settings.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    url = f"{'https' if tls else 'http'}://{shown}:{port}{endpoint_path(settings)}"
+    return HttpListener(
+        sock=sock,
+        url=url,
+        resource_url=settings.public_url or url,
+        tokens=tokens if has_tokens else None,
+        tls=tls,
+    )
+
+
+def _check_oauth(settings: Settings) -> None:
+    issuer = settings.oauth_issuer
+    if issuer is None:
+        if settings.oauth_audience or settings.oauth_scopes:
+            raise ConfigError("--oauth-audience and --oauth-scope need --oauth-issuer URL")
+        return
+    parts = urlsplit(issuer)
+    if parts.scheme != "https" and not is_loopback(parts.hostname or ""):
+        raise ConfigError(f"--oauth-issuer {issuer}: use https (plain http only for an issuer on this machine)")
+    if settings.public_url is None and settings.host in WILDCARD_ADDRESSES:
+        raise ConfigError(
+            f"--oauth-issuer with --host {settings.host or '0.0.0.0'} needs --public-url, the URL people use "
+            f"(e.g. https://agents.example.com{endpoint_path(settings)}): it is the audience tokens must name"
+        )
+
+
+def _tls_files(settings: Settings) -> TlsFiles | None:
+    if settings.tls_cert is None and settings.tls_key is None:
+        return None
+    if settings.tls_cert is None or settings.tls_key is None:
+        raise ConfigError("--tls-cert and --tls-key go together")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        # A password callback, so an encrypted key fails here instead of prompting on the terminal.
+        context.load_cert_chain(settings.tls_cert, settings.tls_key, password=lambda: b"")
+    except OSError as exc:
+        reason = exc.strerror or getattr(exc, "reason", None) or str(exc)
+        raise ConfigError(f"--tls-cert {settings.tls_cert} / --tls-key {settings.tls_key}: {reason}") from None
+    return TlsFiles(settings.tls_cert, settings.tls_key)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets created with it (no 40 ms Nagle stalls).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        hint = "; is another server running there? choose another --port" if exc.errno == 98 else ""  # EADDRINUSE
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from None
+    return sock
+
+
+async def serve(server: SubagentsServer, settings: Settings, listener: HttpListener | None = None) -> None:
     if settings.transport == "stdio":
         from mcp.server.stdio import stdio_server
 
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
-    app = _sse_app(server, settings) if settings.transport == "sse" else _streamable_http_app(server, settings)
-    await _serve_http(app, settings)
+    listener = listener or open_listener(settings)
+    assert listener is not None
+    security = transport_security(settings)
+    app = (
+        _sse_app(server, security)
+        if settings.transport == "sse"
+        else server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=settings.host)
+    )
+    await _serve_http(_guarded(app, settings, listener, security), settings, listener)
 
 
-def _streamable_http_app(server: SubagentsServer, settings: Settings) -> Any:
-    return server.streamable_http_app(streamable_http_path="/mcp", host=settings.host)
+def _guarded(app: Any, settings: Settings, listener: HttpListener, security: TransportSecuritySettings) -> HttpGuard:
+    verifiers: list[TokenVerifier] = [listener.tokens] if listener.tokens else []
+    described = [f"{len(listener.tokens.entries)} token(s)"] if listener.tokens else []
+    public: Any = None
+    public_paths: tuple[str, ...] = ()
+    metadata_url = None
+    if settings.oauth_issuer:
+        from .oauth import OAuthTokenVerifier, protected_resource_app
+
+        audience = settings.oauth_audience or listener.resource_url
+        verifiers.append(OAuthTokenVerifier(issuer=settings.oauth_issuer, audience=audience))
+        described.append(f"OAuth tokens from {settings.oauth_issuer} for audience {audience}")
+        public, public_paths, metadata_url = protected_resource_app(
+            resource=listener.resource_url, issuer=settings.oauth_issuer, scopes=settings.oauth_scopes
+        )
+    if described:
+        logger.info("authentication: %s", "; ".join(described))
+    else:
+        logger.info("no authentication: loopback only, every client is the local user")
+    if verifiers and listener.tls is None and not is_loopback(settings.host):
+        logger.warning(
+            "serving without TLS on %s: tokens cross the network in clear text; put a TLS reverse proxy in front "
+            "or use --tls-cert/--tls-key",
+            settings.host or "0.0.0.0",
+        )
+    return HttpGuard(
+        app,
+        security=security,
+        verifier=TokenVerifiers(verifiers) if verifiers else None,
+        required_scopes=settings.oauth_scopes,
+        resource_metadata_url=metadata_url,
+        public=public,
+        public_paths=public_paths,
+    )
 
 
-def _sse_app(server: SubagentsServer, settings: Settings) -> Any:
+def _sse_app(server: SubagentsServer, security: Any) -> Any:
     from mcp.server.sse import SseServerTransport
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
     from starlette.routing import Mount, Route
 
-    security = None
-    if settings.host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
     transport = SseServerTransport("/messages/", security_settings=security)
 
     async def handle_sse(request: Request) -> Response:
@@ -55,27 +206,36 @@ def _sse_app(server: SubagentsServer, settings: Settings) -> Any:
     )
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets created with it (no 40 ms Nagle stalls).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(address)
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
-
-
-async def _serve_http(app: Any, settings: Settings) -> None:
+async def _serve_http(app: Any, settings: Settings, listener: HttpListener) -> None:
     import uvicorn
 
-    try:
-        sock = _listening_socket(settings.host, settings.port)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}") from None
-    host, port = sock.getsockname()[:2]
-    path = "/mcp" if settings.transport == "streamable-http" else "/sse"
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    logger.info("listening (%s) on http://%s:%d%s", settings.transport, host, port, path)
-    with sock:
-        await uvicorn.Server(config).serve(sockets=[sock])
+    tls: dict[str, Any] = (
+        {"ssl_certfile": str(listener.tls.cert), "ssl_keyfile": str(listener.tls.key)} if listener.tls else {}
+    )
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS, **tls)
+    server = uvicorn.Server(config)
+    logger.info("listening (%s) on %s", settings.transport, listener.url)
+    with listener.sock:
+        await _until_cancelled(server, listener.sock)
+
+
+async def _until_cancelled(server: Any, sock: socket.socket) -> None:
+    """Run uvicorn; when our scope is cancelled, let it shut down as it would on a signal (bounded), rather than
+    cutting it off mid-lifespan."""
+    finished = anyio.Event()
+    shield = anyio.CancelScope(shield=True)
+
+    async def run() -> None:
+        with shield:
+            await server.serve(sockets=[sock])
+        finished.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        try:
+            await finished.wait()
+        finally:
+            server.should_exit = True
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_SECONDS + 1):
+                await finished.wait()
+            shield.cancel()
