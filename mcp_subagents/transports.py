@@ -108,9 +108,15 @@ def _tls_files(settings: Settings) -> TlsFiles | None:
     try:
         # A password callback, so an encrypted key fails here instead of prompting on the terminal.
         context.load_cert_chain(settings.tls_cert, settings.tls_key, password=lambda: b"")
-    except OSError as exc:
-        reason = exc.strerror or getattr(exc, "reason", None) or str(exc)
+    except ssl.SSLError as exc:
+        reason = (
+            "the key does not belong to the certificate"
+            if exc.reason == "KEY_VALUES_MISMATCH"
+            else "not a PEM certificate and unencrypted PEM key"
+        )
         raise ConfigError(f"--tls-cert {settings.tls_cert} / --tls-key {settings.tls_key}: {reason}") from None
+    except OSError as exc:
+        raise ConfigError(f"--tls-cert {settings.tls_cert} / --tls-key {settings.tls_key}: {exc.strerror}") from None
     return TlsFiles(settings.tls_cert, settings.tls_key)
 
 

@@ -81,3 +81,64 @@ def test_flags_win_over_environment(tmp_path: Path) -> None:
 def test_bad_values_name_the_setting(environ: dict[str, str], expected: str) -> None:
     with pytest.raises(ConfigError, match=expected):
         parse([], {"HOME": "/tmp", **environ})
+
+
+def test_team_serving_flags(tmp_path: Path) -> None:
+    settings = parse(
+        [
+            "--auth-token-file",
+            "~/tokens",
+            "--allowed-host",
+            "Agents.Example.com",
+            "--allowed-host",
+            "agents.internal:8443",
+            "--allowed-root",
+            str(tmp_path),
+            "--trust-client-roots",
+            "--oauth-issuer",
+            "https://login.example.com/realms/team",
+            "--oauth-scope",
+            "mcp:tools",
+            "--public-url",
+            "https://agents.example.com/mcp",
+        ],
+        {"HOME": str(tmp_path)},
+    )
+    assert settings.auth_token_file == Path("~/tokens").expanduser()
+    assert settings.allowed_hosts == ("agents.example.com", "agents.internal:8443")
+    assert settings.allowed_roots == (tmp_path,)
+    assert settings.trust_client_roots is True
+    assert settings.oauth_issuer == "https://login.example.com/realms/team"
+    assert settings.oauth_scopes == ("mcp:tools",)
+    assert settings.public_url == "https://agents.example.com/mcp"
+
+
+def test_team_serving_variables_split_hosts_and_scopes_on_commas(tmp_path: Path) -> None:
+    settings = parse(
+        [],
+        {
+            "HOME": str(tmp_path),
+            "MCP_SUBAGENTS_ALLOWED_HOST": "a.example.com, b.example.com:8443",
+            "MCP_SUBAGENTS_OAUTH_SCOPE": "mcp:tools,mcp:admin",
+            "MCP_SUBAGENTS_TRUST_CLIENT_ROOTS": "yes",
+        },
+    )
+    assert settings.allowed_hosts == ("a.example.com", "b.example.com:8443")
+    assert settings.oauth_scopes == ("mcp:tools", "mcp:admin")
+    assert settings.trust_client_roots is True
+    assert parse([], {"HOME": str(tmp_path), "MCP_SUBAGENTS_TRUST_CLIENT_ROOTS": "0"}).trust_client_roots is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        (["--allowed-host", "https://agents.example.com"], "--allowed-host: must be a host name"),
+        (["--oauth-issuer", "login.example.com"], "--oauth-issuer: must be an http(s) URL"),
+        (["--public-url", "ftp://x"], "--public-url: must be an http(s) URL"),
+    ],
+)
+def test_team_serving_values_are_checked(tmp_path: Path, argv: list[str], complaint: str) -> None:
+    with pytest.raises(ConfigError, match=complaint.replace("(", r"\(").replace(")", r"\)")):
+        parse(argv, {"HOME": str(tmp_path)})
+    with pytest.raises(ConfigError, match="MCP_SUBAGENTS_TRUST_CLIENT_ROOTS: must be"):
+        parse([], {"HOME": str(tmp_path), "MCP_SUBAGENTS_TRUST_CLIENT_ROOTS": "maybe"})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -10,6 +13,7 @@ from typing import Any
 
 import anyio
 import httpx2
+from anyio.streams.text import TextReceiveStream
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -111,3 +115,43 @@ def token_file(folder: Path, **tokens: str) -> Path:
     path.write_text("".join(f"{name}:{token}\n" for name, token in tokens.items()), encoding="utf-8")
     path.chmod(0o600)
     return path
+
+
+@dataclass
+class ServerProcess:
+    url: str
+    stderr: list[str]
+    """Everything the server wrote to stderr so far."""
+
+
+@asynccontextmanager
+async def server_process(args: list[str], environ: Mapping[str, str]) -> AsyncGenerator[ServerProcess]:
+    """`mcp-subagents serve ARGS` as a subprocess on a free port, until the block ends (then terminated)."""
+    command = [sys.executable, "-m", "mcp_subagents", "serve", "--port", "0", *args]
+    process = await anyio.open_process(command, env=dict(environ), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    assert process.stderr is not None
+    lines = TextReceiveStream(process.stderr)
+    seen: list[str] = []
+    try:
+        with anyio.fail_after(30):
+            async for chunk in lines:
+                seen.append(chunk)
+                if match := re.search(r"listening \([\w-]+\) on (https?://\S+)", "".join(seen)):
+                    break
+            else:
+                raise AssertionError(f"server exited before listening:\n{''.join(seen)}")
+
+        async def collect() -> None:
+            async for chunk in lines:
+                seen.append(chunk)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(collect)
+            yield ServerProcess(match.group(1), seen)
+            process.terminate()
+            with anyio.fail_after(10):
+                await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
