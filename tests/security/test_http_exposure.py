@@ -94,3 +94,18 @@ async def test_a_rebound_browser_page_cannot_reach_a_tokenless_loopback_server(t
     assert rebound.status_code == 421
     assert foreign_origin.status_code == 403
     assert local.status_code == 200
+
+
+async def test_behind_a_proxy_the_public_url_names_the_host_to_answer(tmp_path: Path) -> None:
+    settings = http_settings(
+        tmp_path,
+        "streamable-http",
+        auth_token_file=token_file(tmp_path, alice=ALICE_TOKEN),
+        public_url="https://agents.example.com/mcp",
+    )
+    authorized = {"Authorization": f"Bearer {ALICE_TOKEN}"}
+    async with serving(settings) as served:
+        forwarded = await raw_request(served.url, headers={**authorized, "Host": "agents.example.com"})
+        other = await raw_request(served.url, headers={**authorized, "Host": "agents.example.org"})
+    assert forwarded.status_code == 200
+    assert other.status_code == 421
