@@ -64,6 +64,8 @@ def open_listener(settings: Settings, environ: Mapping[str, str] | None = None) 
     if settings.transport == "stdio":
         return None
     environ = os.environ if environ is None else environ
+    if settings.auth_token_file is not None:
+        _check_out_of_reach(settings.auth_token_file, settings)
     extra = env_token(environ)
     tokens = StaticTokenVerifier(settings.auth_token_file, extra, scopes=settings.oauth_scopes)
     has_tokens = bool(tokens.entries)
@@ -81,6 +83,19 @@ def open_listener(settings: Settings, environ: Mapping[str, str] | None = None) 
         tokens=tokens if has_tokens else None,
         tls=tls,
     )
+
+
+def _check_out_of_reach(token_file: Path, settings: Settings) -> None:
+    """Subagents' file tools may read the working directory and the allowed roots: one person's subagent must not
+    be able to read everyone's tokens there."""
+    resolved = token_file.resolve()
+    for area in (settings.working_directory, *settings.allowed_roots):
+        area = area.resolve()
+        if resolved == area or area in resolved.parents:
+            raise ConfigError(
+                f"--auth-token-file {token_file} is inside {area}, where subagents can read it; "
+                "move it elsewhere, e.g. ~/.config/mcp-subagents/tokens"
+            )
 
 
 def _check_oauth(settings: Settings) -> None:

@@ -109,3 +109,18 @@ async def test_behind_a_proxy_the_public_url_names_the_host_to_answer(tmp_path: 
         other = await raw_request(served.url, headers={**authorized, "Host": "agents.example.org"})
     assert forwarded.status_code == 200
     assert other.status_code == 421
+
+
+@pytest.mark.parametrize("where", ["work", "work/.config", "shared"])
+def test_a_token_file_where_subagents_could_read_it_is_refused(tmp_path: Path, where: str) -> None:
+    folder = tmp_path / where
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = http_settings(
+        tmp_path,
+        "streamable-http",
+        auth_token_file=token_file(folder, alice=ALICE_TOKEN),
+        allowed_roots=(tmp_path / "shared",),
+    )
+    with pytest.raises(ConfigError) as refused:  # else alice's subagent could Read bob's token
+        open_listener(settings, environ={})
+    assert "where subagents can read it" in refused.value.message
