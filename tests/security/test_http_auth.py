@@ -62,12 +62,13 @@ async def test_a_valid_token_gets_the_whole_protocol(tmp_path: Path, transport: 
     assert "Here is a folder." in text_of(result) and not result.is_error
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_the_client_library_is_refused_with_a_wrong_token(tmp_path: Path, transport: str) -> None:
+async def test_the_client_library_is_refused_with_a_wrong_token(tmp_path: Path, transport: str, mode: str) -> None:
     settings = http_settings(tmp_path, transport, auth_token_file=token_file(tmp_path, alice=ALICE_TOKEN))
     async with serving(settings) as served:
         with pytest.raises(Exception):  # noqa: B017 - each transport reports the 401 its own way
-            async with mcp_client(served.url, token=BOB_TOKEN, mode="legacy") as client:
+            async with mcp_client(served.url, token=BOB_TOKEN, mode=mode) as client:
                 await client.list_tools()
 
 
