@@ -2,7 +2,7 @@
 
 2025-era hosts are asked with a `roots/list` request on every Task call. 2026-era hosts cannot be sent requests: the
 first Task call of a connection answers an `InputRequiredResult` carrying `roots/list`, and the folders the host
-sends back are kept for the connection (until it says its roots changed).
+sends back are kept for the connection (that era has no notice of changed roots).
 """
 
 from __future__ import annotations
@@ -71,11 +71,6 @@ class ConnectionRoots:
         key = connection_key(ctx)
         if key is not None:
             self._by_connection[key] = folders
-
-    def forget(self, ctx: ServerRequestContext[Any]) -> None:
-        key = connection_key(ctx)
-        if key is not None:
-            self._by_connection.pop(key, None)
 
 
 def existing_folders(uris: Iterable[str]) -> tuple[Path, ...]:

@@ -103,9 +103,6 @@ def build_server(app: Subagents) -> SubagentsServer:
         set_log_level(ctx, params.level)
         return types.EmptyResult()
 
-    async def roots_changed(ctx: ServerRequestContext[Any], _params: types.NotificationParams) -> None:
-        task_calls.roots.forget(ctx)
-
     notifier = ToolListNotifier()
     server = SubagentsServer(
         SERVER_NAME,
@@ -115,10 +112,9 @@ def build_server(app: Subagents) -> SubagentsServer:
         on_call_tool=call_tool,
         on_subscriptions_listen=ListenHandler(notifier.bus),
     )
-    # Registered by method name: the constructor's arguments for these are deprecated in the 2026 era, but the
-    # 2025-era hosts that send them are still most hosts. A handler for logging/setLevel declares `logging`.
+    # Registered by method name: the constructor's argument for it is deprecated in the 2026 era, but 2025-era
+    # hosts still send it. The handler makes the server declare the `logging` capability.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
-    server.add_notification_handler("notifications/roots/list_changed", types.NotificationParams, roots_changed)
     server.notifier = notifier
     server.task_calls = task_calls
     server.middleware.append(notifier.track_sessions)
