@@ -248,3 +248,36 @@ async def test_2026_the_repeated_call_hands_over_when_the_task_runs_on(tmp_path:
     assert len(host.questions) == 1
     assert "is still running after 0.2 s, so it continues in the background" in handed
     assert "finally done" in body and "<status>completed</status>" in body
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_background_task_is_never_asked_and_says_so(tmp_path: Path, mode: str) -> None:
+    host = Host("allow")
+    model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
+    async with connected(make_settings(tmp_path), mode=mode, model=model, elicitation_callback=host) as client:
+        launched = text_of(await client.call_tool("Task", {**TASK, "run_in_background": True}))
+        task_id = launched.split("task_id: ")[1].split()[0]
+        body = text_of(await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 5000}))
+    assert "Nobody could be asked: the task runs in the background, where no one sees questions." in body
+    assert 'add "Bash(make *)" to permissions.allow' in body and host.questions == []
+
+
+async def test_2026_cancelling_the_repeated_call_stops_the_task(tmp_path: Path) -> None:
+    host = Host("allow")
+    arrived, never = anyio.Event(), anyio.Event()
+
+    async def hang(_request: ModelRequest) -> ModelResponse:
+        arrived.set()
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    model = ScriptedModel([tool_call("Write", {"file_path": "a.txt", "content": "x"}), hang])
+    async with connected(make_settings(tmp_path), mode="auto", model=model, elicitation_callback=host) as client:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(client.call_tool, "Task", TASK)
+                await arrived.wait()  # the answer was delivered; the repeated call waits on the task
+                group.cancel_scope.cancel()  # the host gives up on the repeated call
+        task_id = host.questions[0].split("(task ")[1].split(")")[0]
+        status = text_of(await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 5000}))
+    assert "<status>stopped</status>" in status
