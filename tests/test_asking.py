@@ -86,7 +86,10 @@ async def test_an_allowed_call_runs_and_the_form_shows_tool_agent_and_whole_path
     [
         ("decline", "The person declined this call."),
         ("unchecked", "The person declined this call."),
-        ("cancel", "The person dismissed the permission question without allowing the call."),
+        (
+            "cancel",
+            "The permission question was dismissed without an answer (by the person, or by a host that cannot",
+        ),
     ],
 )
 async def test_a_refused_question_denies_and_says_what_the_person_did(

@@ -51,7 +51,10 @@ class Answer:
             case "declined":
                 return "The person declined this call."
             case "dismissed":
-                return "The person dismissed the permission question without allowing the call."
+                return (
+                    "The permission question was dismissed without an answer "
+                    "(by the person, or by a host that cannot show it)."
+                )
             case "cannot_ask":
                 return "Nobody could be asked: this host did not advertise elicitation, so it cannot show the question."
             case "background":
