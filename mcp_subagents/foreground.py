@@ -110,12 +110,12 @@ class TaskCalls:
         try:
             record = self.app.tasks.get(state.task)
         except TaskNotFoundError:
-            return _text(stale_answer_text(None, state.task), is_error=True)
+            return _text(stale_answer_text(None, task_id=state.task), is_error=True)
         questions = record.resources.questions
         still_open = [qid for qid in state.questions if qid in questions.waiting()]
         if not still_open:
             logger.info("a late answer for task %s: its questions are closed", record.id)
-            return _text(stale_answer_text(record, record.id), is_error=True)
+            return _text(stale_answer_text(record, task_id=record.id), is_error=True)
         for question_id in still_open:
             if question_id in responses:
                 questions.settle(question_id, answer_of(responses[question_id]))

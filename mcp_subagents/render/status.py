@@ -63,8 +63,8 @@ def stopped_text(record: TaskRecord) -> str:
     return f"Successfully stopped task: {record.id} ({record.description})"
 
 
-def stale_answer_text(record: TaskRecord | None, task_id: str) -> str:
-    """A retried Task call whose permission questions are no longer open (answered before, or timed out)."""
+def stale_answer_text(record: TaskRecord | None, *, task_id: str) -> str:
+    """A repeated Task call whose permission questions are no longer open (answered before, or timed out)."""
     if record is None:
         return f"The permission answer came too late: task {task_id} is unknown to this server."
     return (
