@@ -1,4 +1,5 @@
-"""Asking and roots over a real stdio subprocess, driven by the SDK client as a host drives it, in both eras."""
+"""Asking and roots over real transports (a stdio subprocess, Streamable HTTP), driven by the SDK client as a host
+drives it, in both eras."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from mcp import Client, StdioServerParameters
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 
 from .support import MODES, text_of
+from .test_transports import http_server
 
 pytestmark = pytest.mark.anyio
 
@@ -82,3 +84,19 @@ async def test_a_stdio_host_is_asked_and_its_roots_are_the_project(tmp_path: Pat
     assert len(host.questions) == 3 and "Command:\ntouch declined.txt" in host.questions[1]
     # 2026: asked once per connection, in a round trip of its first Task call; 2025: on every Task call.
     assert host.roots_asked == (1 if mode == "auto" else 3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_streamable_http_host_is_asked_too(tmp_path: Path, fake: FakeLLM, mode: str) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    host = Host(project, True)
+    fake.push(turn(tool_use("Write", {"file_path": "over-http.txt", "content": "yes"})), turn(text("wrote it")))
+    async with http_server(tmp_path, "streamable-http", environ=server_environment(tmp_path, fake)) as url:
+        with anyio.fail_after(60):
+            async with Client(
+                url, mode=mode, elicitation_callback=host.elicit, list_roots_callback=host.roots
+            ) as client:
+                result = text_of(await client.call_tool("Task", TASK))
+    assert "wrote it" in result and (project / "over-http.txt").read_text(encoding="utf-8") == "yes"
+    assert len(host.questions) == 1 and host.roots_asked == 1
