@@ -18,7 +18,6 @@ from mcp import MCPDeprecationWarning
 
 from . import __version__
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError
-from .render import task_error
 from .settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Settings, add_options, settings_from
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
@@ -131,6 +130,7 @@ def _config_error(exc: BaseException) -> ConfigError | None:
 
 
 def _run(settings: Settings, agent: str, prompt: str) -> int:
+    from .render import outcome_text, task_error
     from .service import Subagents, TaskArguments
 
     async def main() -> int:
@@ -145,7 +145,8 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
                 print(exc.message, file=sys.stderr)
                 return 1
             await record.done.wait()
-            print(record.result_text)
+            assert record.outcome is not None
+            print(outcome_text(record, record.outcome, max_chars=settings.max_result_chars))
             return 1 if record.is_error else 0
 
     try:

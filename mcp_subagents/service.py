@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,12 +93,10 @@ def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> 
     return chosen, unknown
 
 
-def permission_gate(
-    policy: PermissionPolicy, *, agent: str, asker: Callable[[], Asker | None], denials: list[Denial]
-) -> ToolGate:
+def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> ToolGate:
     from .permissions.gate import PermissionGate  # the rule engine loads at the first run, not at start-up
 
-    return PermissionGate(policy, agent=agent, asker=asker, denials=denials)
+    return PermissionGate(policy, agent=agent, ask=ask, denials=denials)
 
 
 class Subagents:
@@ -113,6 +111,7 @@ class Subagents:
                 task_timeout=settings.task_timeout,
                 idle_timeout=settings.idle_timeout,
                 max_result_chars=settings.max_result_chars,
+                ask_timeout=settings.ask_timeout,
             ),
             secrets=secret_values(self.environ),
         )
@@ -227,15 +226,15 @@ class Subagents:
             ),
             tools=tools,
             context=ToolContext(
-                cwd=cwd, allowed_roots=allowed, env=self._tool_environment(), processes=record.processes
+                cwd=cwd, allowed_roots=allowed, env=self._tool_environment(), processes=record.resources.processes
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
             gate=permission_gate(
                 self._permission_policy(definition, cwd, allowed),
                 agent=definition.name,
-                asker=lambda: record.asker,
-                denials=record.denials,
+                ask=partial(self.tasks.ask, record),
+                denials=record.resources.denials,
             ),
         )
 

@@ -46,6 +46,8 @@ class Settings:
     task_timeout: float = 1800.0
     idle_timeout: float = 600.0
     foreground_deadline: float = 45.0
+    ask_timeout: float = 300.0
+    """Seconds a permission question waits for the person's answer before the call is denied."""
     model_deadline: float = 900.0
     permission_mode: str = "default"
     watch_interval: float = 2.0
@@ -187,6 +189,12 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "--foreground-deadline",
         "foreground_deadline",
         "seconds before a foreground Task hands over to the background (default: 45)",
+        _seconds,
+    ),
+    _Option(
+        "--ask-timeout",
+        "ask_timeout",
+        "seconds a permission question waits for the person's answer before the call is denied (default: 300)",
         _seconds,
     ),
     _Option(

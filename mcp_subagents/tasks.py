@@ -1,4 +1,5 @@
-"""TaskManager: task ids, the concurrency queue, watchdogs, stop, output files, and recovery after a restart."""
+"""TaskManager: task ids, the concurrency queue, time limits, stop, foreground attachment and asking, output files,
+and recovery after a restart."""
 
 from __future__ import annotations
 
@@ -6,37 +7,40 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
 from anyio.abc import TaskGroup
 
-from .errors import RunError, SubagentsError, TaskNotFoundError
+from .errors import SubagentsError, TaskNotFoundError
 from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
 from .messages import Message
+from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
+from .permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
-from .render import task_error
-from .task_record import (
-    FINISHED_STATES,
-    Job,
-    TaskLimits,
-    TaskRecord,
-    TaskState,
-    completed_text,
-    describe_event,
-    failure_text,
-    interrupted_message,
-    stopped_message,
-)
+from .render import describe_event, outcome_text
+from .task_record import Job, Listener, TaskLimits, TaskRecord
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
 
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TASK_ID_BYTES = 16
+
+
+class Attachment:
+    """A foreground host call attached to a task: it receives the run's events and asks the person its questions."""
+
+    def __init__(self) -> None:
+        self.kept = False
+
+    def keep_asker(self) -> None:
+        """The host will come back with answers (a 2026-era round trip): its asker stays after this call ends."""
+        self.kept = True
 
 
 class TaskManager:
@@ -64,7 +68,7 @@ class TaskManager:
                 for record in self._records.values():
                     if not record.finished:
                         self._cancel(record, "interrupted")
-                    record.processes.kill_all()  # background processes must not outlive the server
+                    record.resources.processes.kill_all()  # background processes must not outlive the server
                 group.cancel_scope.cancel()
 
     def new_id(self) -> str:
@@ -99,6 +103,7 @@ class TaskManager:
         if summary is None:
             return None
         header = summary.header
+        outcome = summary.outcome or TaskOutcome(state="interrupted")
         record = TaskRecord(
             id=task_id,
             agent=header.agent,
@@ -108,9 +113,9 @@ class TaskManager:
             created=header.created,
             resumed_from=header.resumed_from,
             owner=header.owner,
+            state=outcome.state,
+            outcome=outcome,
         )
-        record.state = summary.state if summary.state in FINISHED_STATES else "interrupted"
-        record.result_text = summary.result_text or task_error(header.agent, interrupted_message(task_id))
         record.done.set()
         self._records[task_id] = record
         return record
@@ -124,11 +129,8 @@ class TaskManager:
                 summary = read_summary(path)
                 if summary is None or summary.header.created >= started:  # this process's own tasks
                     continue
-                if summary.state == "interrupted" and summary.result_text is None:
-                    message = interrupted_message(summary.header.task_id)
-                    TranscriptWriter(path, self._redact).finished(
-                        "interrupted", task_error(summary.header.agent, message)
-                    )
+                if summary.outcome is None:
+                    TranscriptWriter(path, self._redact).finished(TaskOutcome(state="interrupted"))
                     closed.append(summary.header.task_id)
             return closed
 
@@ -140,12 +142,11 @@ class TaskManager:
                 ", ".join(closed),
             )
 
-    def queue_position(self, record: TaskRecord) -> int | None:
-        return self._queue.index(record.id) + 1 if record.id in self._queue else None
-
-    @property
-    def queue_length(self) -> int:
-        return len(self._queue)
+    def queue_position(self, record: TaskRecord) -> tuple[int, int] | None:
+        """(position, queue length) of a queued task; None when it is not queued."""
+        if record.id not in self._queue:
+            return None
+        return self._queue.index(record.id) + 1, len(self._queue)
 
     def start(
         self,
@@ -171,7 +172,6 @@ class TaskManager:
             resumed_from=resumed_from,
             owner=owner,
         )
-        record.scope = anyio.CancelScope()
         header = TranscriptHeader(
             task_id=task_id,
             agent=agent,
@@ -210,8 +210,7 @@ class TaskManager:
 
     def _cancel(self, record: TaskRecord, why: str) -> None:
         record.stop_requested = why
-        if record.scope is not None:
-            record.scope.cancel()
+        record.scope.cancel()
 
     async def wait(self, record: TaskRecord, seconds: float) -> bool:
         """Wait up to `seconds` for the task to finish; True when it has."""
@@ -226,79 +225,166 @@ class TaskManager:
             return ""
         return text if len(text) <= max_chars else "…" + text[-max_chars:]
 
+    # ---- the foreground call ----------------------------------------------------------------------------------------
+
+    @contextmanager
+    def attach(self, record: TaskRecord, *, listener: Listener, asker: Asker) -> Generator[Attachment]:
+        """The one way a host call takes part in a running task: while the block runs, `listener` receives every run
+        event and `asker` answers the task's permission questions. Leaving the block detaches both, unless the
+        call keeps its asker for the round trip it starts (`Attachment.keep_asker`)."""
+        resources = record.resources
+        attachment = Attachment()
+        resources.listeners.append(listener)
+        resources.asker = asker
+        resources.unattended = False
+        try:
+            yield attachment
+        finally:
+            resources.listeners.remove(listener)
+            if not attachment.kept and resources.asker is asker:
+                resources.asker = None
+
+    async def ask(self, record: TaskRecord, question: PermissionQuestion) -> Answer:
+        """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`."""
+        resources = record.resources
+        if resources.unattended:
+            return Answer(kind="unanswered")
+        asker = resources.asker
+        if asker is None:
+            return BACKGROUND
+        with self._idle_paused(record), anyio.move_on_after(self.limits.ask_timeout):
+            try:
+                return await asker(question)
+            except Exception as exc:  # an asker should answer, not raise; a failing host is a question unanswered
+                logger.warning("asking about %s failed: %s", question.tool, exc)
+                return Answer(kind="unanswered", failure=f"{type(exc).__name__}: {exc}")
+        # Nobody came back in time: later questions are not asked until a host call attaches again.
+        resources.unattended = True
+        return Answer(kind="unanswered", waited_s=self.limits.ask_timeout)
+
+    @contextmanager
+    def _idle_paused(self, record: TaskRecord) -> Generator[None]:
+        """Waiting for a person is not idleness: the idle limit stops while a question is open."""
+        resources = record.resources
+        resources.asking += 1
+        if record.idle is not None:
+            record.idle.deadline = float("inf")
+        try:
+            yield
+        finally:
+            resources.asking -= 1
+            if resources.asking == 0 and record.idle is not None:
+                record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+
+    # ---- running a task ---------------------------------------------------------------------------------------------
+
     async def _execute(self, record: TaskRecord, job: Job) -> None:
-        assert record.scope is not None
+        outcome: TaskOutcome | None = None
         try:
             with record.scope:
                 async with self._limiter:
                     self._queue.remove(record.id)
                     record.state = "running"
-                    record.started_at = record.last_activity = time.monotonic()
-                    await self._run_watched(record, job)
-        except Exception as exc:
-            self._finish_failed(record, exc)
+                    record.progress.started_at = record.progress.last_activity = time.monotonic()
+                    outcome = await self._run_with_limits(record, job)
         finally:
-            if record.id in self._queue:
-                self._queue.remove(record.id)
-            if not record.finished:
-                self._finish_cancelled(record)
-            if record.state != "completed":
-                record.processes.kill_all()
-            self._append_output(record, f"\n{record.result_text}\n")
-            self._write_transcript(record.transcript.finished, record.state, record.result_text or "")
-            record.done.set()
+            self._finish(record, outcome or self._cancelled(record))
 
-    async def _run_watched(self, record: TaskRecord, job: Job) -> None:
-        timed_out: str | None = None
-        async with anyio.create_task_group() as group:
-
-            async def run() -> None:
+    async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
+        """Run the job under the wall-clock and idle limits, each a cancel scope; every run event resets idle's."""
+        now = anyio.current_time()
+        with anyio.CancelScope(deadline=now + self.limits.task_timeout):
+            with anyio.CancelScope(deadline=now + self.limits.idle_timeout) as idle:
+                record.idle = idle
                 try:
-                    result = await job(record, lambda event: self._on_event(record, event))
+                    result = await job(record, partial(self._on_event, record))
                 except Exception as exc:
-                    self._finish_failed(record, exc)
-                else:
-                    self._finish_completed(record, result)
-                group.cancel_scope.cancel()
-
-            async def watch() -> None:
-                nonlocal timed_out
-                while True:
-                    now = time.monotonic()
-                    if now - (record.started_at or now) >= self.limits.task_timeout:
-                        timed_out = f"Task exceeded its time limit of {self.limits.task_timeout:g} s"
-                    elif now - record.last_activity >= self.limits.idle_timeout:
-                        timed_out = (
-                            f"Task made no progress (no model reply or tool result) for {self.limits.idle_timeout:g} s"
-                        )
-                    if timed_out:
-                        group.cancel_scope.cancel()
-                        return
-                    await anyio.sleep(min(1.0, self.limits.idle_timeout / 4, self.limits.task_timeout / 4))
-
-            group.start_soon(run)
-            group.start_soon(watch)
-        if timed_out and not record.finished:
-            self._finish_failed(record, RunError(timed_out))
+                    return self._failed(record, exc)
+                finally:
+                    record.idle = None
+                return self._completed(record, result)
+            return self._timed_out(record, "idle", self.limits.idle_timeout)
+        return self._timed_out(record, "wall_clock", self.limits.task_timeout)
 
     async def _on_event(self, record: TaskRecord, event: RunEvent) -> None:
-        record.last_activity = time.monotonic()
+        progress = record.progress
+        progress.last_activity = time.monotonic()
+        if record.idle is not None and not record.resources.asking:
+            record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
         if isinstance(event, TurnStarted):
-            record.turn, record.max_turns = event.turn, event.max_turns
+            progress.turn, progress.max_turns = event.turn, event.max_turns
         elif isinstance(event, ModelResponded):
-            record.usage += event.usage
+            progress.usage += event.usage
         elif isinstance(event, ToolStarted):
-            record.tool_uses += 1
+            progress.tool_uses += 1
         elif isinstance(event, MessageAppended):
             self._write_transcript(record.transcript.message, event.message)
         line = describe_event(event)
         if line:
             self._append_output(record, line)
-        for listener in list(record.listeners):
+        for listener in list(record.resources.listeners):
             try:
                 await listener(event)
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
+
+    # ---- how a task ends --------------------------------------------------------------------------------------------
+
+    def _counts(self, record: TaskRecord) -> RunCounts:
+        progress = record.progress
+        return RunCounts(
+            turns=progress.turn, tool_uses=progress.tool_uses, usage=progress.usage, duration_s=progress.elapsed()
+        )
+
+    def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
+        counts = RunCounts(
+            turns=result.turns, tool_uses=result.tool_uses, usage=result.usage, duration_s=result.duration_s
+        )
+        return TaskOutcome(
+            state="completed",
+            counts=counts,
+            text=result.text,
+            stop=result.stop,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _failed(self, record: TaskRecord, exc: Exception) -> TaskOutcome:
+        message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, SubagentsError):
+            logger.error("task %s crashed", record.id, exc_info=exc)
+        return TaskOutcome(
+            state="failed",
+            counts=self._counts(record),
+            failure="error",
+            error=message,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _timed_out(self, record: TaskRecord, which: FailureKind, limit: float) -> TaskOutcome:
+        return TaskOutcome(
+            state="failed",
+            counts=self._counts(record),
+            failure=which,
+            limit_s=limit,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _cancelled(self, record: TaskRecord) -> TaskOutcome:
+        state = "interrupted" if record.stop_requested == "interrupted" else "stopped"
+        return TaskOutcome(state=state, counts=self._counts(record), denials=tuple(record.resources.denials))
+
+    def _finish(self, record: TaskRecord, outcome: TaskOutcome) -> None:
+        """The only place a task ends: record the outcome, clean up, write the files, wake the waiters."""
+        if record.id in self._queue:
+            self._queue.remove(record.id)
+        outcome = redacted(outcome, self._redact)
+        record.outcome = outcome
+        record.state = outcome.state
+        if outcome.state != "completed":
+            record.resources.processes.kill_all()
+        self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
+        self._write_transcript(record.transcript.finished, outcome)
+        record.done.set()
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
     def _write_transcript(self, write: Callable[..., None], *args: object) -> None:
@@ -313,22 +399,3 @@ class TaskManager:
                 out.write(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
-
-    def _finish_completed(self, record: TaskRecord, result: RunResult) -> None:
-        record.result = result
-        self._finish(record, "completed", completed_text(record, result, max_chars=self.limits.max_result_chars))
-
-    def _finish_failed(self, record: TaskRecord, exc: Exception) -> None:
-        message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, SubagentsError):
-            logger.error("task %s crashed", record.id, exc_info=exc)
-        self._finish(record, "failed", failure_text(record, message))
-
-    def _finish_cancelled(self, record: TaskRecord) -> None:
-        interrupted = record.stop_requested == "interrupted"
-        message = interrupted_message(record.id) if interrupted else stopped_message(record)
-        self._finish(record, "interrupted" if interrupted else "stopped", failure_text(record, message))
-
-    def _finish(self, record: TaskRecord, state: TaskState, text: str) -> None:
-        record.state = state
-        record.result_text = self._redact(text)

@@ -1,7 +1,7 @@
-"""One JSONL file per task: a header, every conversation message as it happens, and the final state.
+"""One JSONL file per task: a header, every conversation message as it happens, and how the task ended.
 
-The file is the durable record of a task: a restarted server reads it to report the task's state
-(a task without a final line was interrupted) and to resume its conversation.
+The file is the durable record of a task: a restarted server reads it to report the task's outcome
+(a task without an end line was interrupted) and to resume its conversation.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from .messages import AssistantMessage, Message, ToolResult, ToolResultMessage
+from .outcome import FINISHED_STATES, TaskOutcome, decode_outcome, encode_outcome
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 
@@ -49,9 +50,8 @@ class TranscriptHeader:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TranscriptSummary:
     header: TranscriptHeader
-    state: str
-    """The final state, or "interrupted" when the file has none (the server died while the task ran)."""
-    result_text: str | None
+    outcome: TaskOutcome | None
+    """How the task ended; None when the file has no end line (the server died while the task ran)."""
 
 
 class TranscriptWriter:
@@ -83,8 +83,8 @@ class TranscriptWriter:
     def message(self, message: Message) -> None:
         self._append({"type": "message", "message": encode_message(message)})
 
-    def finished(self, state: str, result_text: str) -> None:
-        self._append({"type": "end", "state": state, "result": result_text})
+    def finished(self, outcome: TaskOutcome) -> None:
+        self._append({"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)})
 
 
 def _entries(path: Path) -> Iterator[dict[str, Any]]:
@@ -101,7 +101,7 @@ def _entries(path: Path) -> Iterator[dict[str, Any]]:
 
 def read_summary(path: Path) -> TranscriptSummary | None:
     header: TranscriptHeader | None = None
-    state, result = "interrupted", None
+    outcome: TaskOutcome | None = None
     for entry in _entries(path):
         if entry.get("type") == "header":
             header = TranscriptHeader(
@@ -113,8 +113,23 @@ def read_summary(path: Path) -> TranscriptSummary | None:
                 owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
             )
         elif entry.get("type") == "end":
-            state, result = str(entry.get("state", "interrupted")), entry.get("result")
-    return None if header is None else TranscriptSummary(header=header, state=state, result_text=result)
+            outcome = _end_outcome(entry)
+    return None if header is None else TranscriptSummary(header=header, outcome=outcome)
+
+
+def _end_outcome(entry: dict[str, Any]) -> TaskOutcome:
+    """The end line's outcome; a line from before outcomes were data carries the rendered text under "result"."""
+    if "outcome" in entry:
+        try:
+            return decode_outcome(entry["outcome"])
+        except ValueError:
+            pass
+    state = entry.get("state")
+    rendered = entry.get("result")
+    return TaskOutcome(
+        state=state if state in FINISHED_STATES else "interrupted",
+        rendered=rendered if isinstance(rendered, str) else None,
+    )
 
 
 def read_history(path: Path) -> list[Message]:

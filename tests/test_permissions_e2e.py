@@ -85,7 +85,8 @@ async def test_a_host_without_elicitation_is_not_asked(tmp_path: Path) -> None:
     model = ScriptedModel([tool_call("Write", {"file_path": "x.txt", "content": "x"}), report_results])
     async with connected(make_settings(tmp_path), mode="auto", model=model) as client:
         body = text_of(await client.call_tool("Task", TASK))
-    assert "No one could be asked" in body
+    assert "Nobody could be asked: this host did not advertise elicitation" in body
+    assert 'add "Edit(./x.txt)" to permissions.allow' in body
 
 
 async def test_background_tasks_never_ask(tmp_path: Path) -> None:

@@ -1,7 +1,25 @@
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from mcp_subagents.messages import Usage
-from mcp_subagents.render import AgentLine, RunStats, task_description, task_error, task_result, truncate
+from mcp_subagents.outcome import RunCounts, TaskOutcome
+from mcp_subagents.permissions.asking import Denial, PermissionQuestion
+from mcp_subagents.render import (
+    AgentLine,
+    RunStats,
+    outcome_text,
+    permission_message,
+    stale_answer_text,
+    task_description,
+    task_error,
+    task_result,
+    truncate,
+)
+from mcp_subagents.task_record import TaskRecord
+from mcp_subagents.transcripts import TranscriptWriter
 
 
 def stats() -> RunStats:
@@ -56,3 +74,59 @@ def test_description_lists_each_agent_with_its_tools() -> None:
     text = task_description([AgentLine("Explore", "Finds code", "All tools except Write, Edit")])
     assert "- Explore: Finds code (Tools: All tools except Write, Edit)" in text
     assert "Launch multiple agents concurrently" in text
+
+
+# ---- texts made from task data ---------------------------------------------------------------------------------
+
+
+COUNTS = RunCounts(turns=3, tool_uses=2, usage=Usage(input_tokens=10), duration_s=1.5)
+
+
+def record(**fields: object) -> TaskRecord:
+    path = Path("/state/tasks/abc123.output")
+    return TaskRecord(
+        id="abc123", agent="Explore", description="look", output_path=path, transcript=TranscriptWriter(path), **fields
+    )  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_each_way_a_task_ends_reads_as_the_host_expects() -> None:
+    denial = Denial(tool="Bash", arguments='{"command": "make"}', reason="The person declined this call.")
+    completed = TaskOutcome(state="completed", counts=COUNTS, text="found", stop="max_turns", denials=(denial,))
+    out = outcome_text(record(resumed_from="old1"), completed, max_chars=100)
+    assert out.startswith('<task_result agent="Explore">found\n[Resumed task old1.]\n[Stopped at the turn limit (3')
+    assert '[Permission denied for 1 tool call(s):\n- Bash {"command": "make"}: The person declined this call.]' in out
+    assert out.endswith("duration_ms: 1500</usage>")
+
+    wall = TaskOutcome(state="failed", counts=COUNTS, failure="wall_clock", limit_s=30)
+    assert outcome_text(record(), wall, max_chars=100).startswith(
+        '<task_error agent="Explore">Task exceeded its time limit of 30 s</task_error>\n<usage>task_id: abc123;'
+    )
+    stopped = outcome_text(record(), TaskOutcome(state="stopped", counts=COUNTS), max_chars=100)
+    assert (
+        "was stopped after 3 turn(s) and 2 tool use(s). Its output so far is in /state/tasks/abc123.output" in stopped
+    )
+    interrupted = outcome_text(record(), TaskOutcome(state="interrupted"), max_chars=100)
+    assert interrupted == (
+        '<task_error agent="Explore">Task abc123 was interrupted: the server stopped while it ran. '
+        'Continue it with Task resume: "abc123".</task_error>'
+    )  # nothing was measured, so no usage line
+
+
+@pytest.mark.anyio
+async def test_a_late_answer_names_the_task_and_how_to_read_it() -> None:
+    text = stale_answer_text(record(state="completed"), task_id="abc123")
+    assert "came too late" in text and 'TaskOutput {"task_id": "abc123"}' in text and "is completed" in text
+    assert "unknown to this server" in stale_answer_text(None, task_id="gone")
+
+
+def test_the_permission_form_shows_the_target_whole_and_shortens_the_rest() -> None:
+    command = "rm -rf " + " ".join(f"build/{i}" for i in range(200))
+    question = PermissionQuestion(
+        agent="cleaner", tool="Bash", arguments={"command": command, "description": "x" * 1000}, reason="Why: rule."
+    )
+    message = permission_message(question, task_id="abc123")
+    assert message.startswith("Subagent 'cleaner' wants to run Bash (task abc123).\n\nCommand:\n")
+    assert f"\n{command}\n" in message  # whole, however long
+    assert "description: " + "x" * 400 + "… (1000 characters in all)" in message
+    assert message.endswith("Why it asks: Why: rule.")

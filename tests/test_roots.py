@@ -69,3 +69,33 @@ async def test_a_host_without_roots_changes_nothing(tmp_path: Path) -> None:
     async with connected(settings, mode="auto", model=model) as client:
         result = text_of(await client.call_tool("Task", TASK))
     assert f"Working directory: {settings.cwd}" in result
+
+
+async def test_2026_the_first_task_asks_for_roots_before_it_launches(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "doc.txt").write_text("shared text\n", encoding="utf-8")
+    settings = replace(make_settings(tmp_path), cwd=None)
+    model = ScriptedModel([tool_call("Read", {"file_path": "doc.txt"}), echo_tool_results])
+    async with connected(settings, mode="auto", model=model, list_roots_callback=roots_callback(shared)) as client:
+        first = await client.session.call_tool("Task", TASK, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)  # roots first: no task exists yet
+        assert first.input_requests is not None and list(first.input_requests) == ["roots"]
+        assert isinstance(first.input_requests["roots"], types.ListRootsRequest)
+        assert model.requests == [] and not any((settings.state_dir / "tasks").glob("*.jsonl"))
+        result = await client.call_tool("Task", TASK)  # the SDK client answers the round trip itself
+    assert "shared text" in text_of(result)  # the first root became the working directory
+    assert f"Working directory: {shared.resolve()}" in model.requests[0].system
+
+
+async def test_2026_roots_outside_the_allowed_area_stay_out(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    private = tmp_path / "private.txt"
+    private.write_text("private text\n", encoding="utf-8")
+    model = ScriptedModel([tool_call("Read", {"file_path": str(private)}), echo_tool_results])
+    async with connected(
+        make_settings(tmp_path), mode="auto", model=model, list_roots_callback=roots_callback(shared)
+    ) as client:
+        refused = text_of(await client.call_tool("Task", TASK))
+    assert "private text" not in refused and "outside" in refused

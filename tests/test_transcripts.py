@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from mcp_subagents.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, UserMessage
+from mcp_subagents.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
+from mcp_subagents.outcome import RunCounts, TaskOutcome
+from mcp_subagents.permissions.asking import Denial
 from mcp_subagents.redaction import Redactor
 from mcp_subagents.transcripts import (
     INTERRUPTED_TOOL_RESULT,
@@ -26,10 +29,29 @@ def test_messages_round_trip_and_the_end_line_gives_the_state(tmp_path: Path) ->
     ]
     for message in messages:
         writer.message(message)
-    writer.finished("completed", "<task_result>done</task_result>")
+    outcome = TaskOutcome(
+        state="completed",
+        counts=RunCounts(turns=2, tool_uses=1, usage=Usage(input_tokens=7), duration_s=0.5),
+        text="done",
+        stop="max_turns",
+        denials=(Denial(tool="Bash", arguments='{"command": "rm x"}', reason="denied by a rule"),),
+    )
+    writer.finished(outcome)
     assert read_history(tmp_path / "t1.jsonl") == messages
     summary = read_summary(tmp_path / "t1.jsonl")
-    assert summary is not None and summary.state == "completed" and summary.header == HEADER
+    assert summary is not None and summary.outcome == outcome and summary.header == HEADER
+    end = json.loads((tmp_path / "t1.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert end["state"] == "completed" and end["outcome"]["text"] == "done"  # data, not rendered text
+
+
+def test_an_end_line_from_before_outcomes_were_data_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "t1.jsonl"
+    TranscriptWriter(path).header(HEADER)
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"type": "end", "state": "failed", "result": "<task_error>boom</task_error>"}) + "\n")
+    summary = read_summary(path)
+    assert summary is not None and summary.outcome is not None
+    assert summary.outcome.state == "failed" and summary.outcome.rendered == "<task_error>boom</task_error>"
 
 
 def test_a_line_cut_short_by_a_crash_is_skipped_and_open_tool_calls_are_closed(tmp_path: Path) -> None:
@@ -47,7 +69,7 @@ def test_a_line_cut_short_by_a_crash_is_skipped_and_open_tool_calls_are_closed(t
     assert closing.results[0].call_id == "c1" and closing.results[0].is_error
     assert closing.results[0].content == INTERRUPTED_TOOL_RESULT
     summary = read_summary(path)
-    assert summary is not None and summary.state == "interrupted" and summary.result_text is None
+    assert summary is not None and summary.outcome is None  # no end line: the server died while it ran
 
 
 def test_secrets_are_redacted_from_transcript_lines(tmp_path: Path) -> None:

@@ -1,30 +1,21 @@
-"""The check before each tool call of a run: allow, deny, or ask the user while a host is there to ask."""
+"""The check before each tool call of a run: allow, deny, or ask the person while someone is there to ask."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from ..errors import ToolError
 from ..messages import ToolCall
 from ..tools.base import Tool
-from .asking import NOBODY_TO_ASK, Asker, Denial, PermissionQuestion
+from .asking import Asker, Denial, PermissionQuestion
 from .policy import PermissionPolicy, decide
 
 
 class PermissionGate:
     """A `ToolGate`: raises `ToolError` for a denied call, telling the model why, and records the denial."""
 
-    def __init__(
-        self,
-        policy: PermissionPolicy,
-        *,
-        agent: str,
-        asker: Callable[[], Asker | None],
-        denials: list[Denial],
-    ) -> None:
+    def __init__(self, policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> None:
         self._policy = policy
         self._agent = agent
-        self._asker = asker
+        self._ask = ask
         self._denials = denials
 
     async def __call__(self, call: ToolCall, tool: Tool) -> None:
@@ -36,10 +27,9 @@ class PermissionGate:
         )
         reason = verdict.reason
         if verdict.decision == "ask":
-            asker = self._asker()
-            answer = None if asker is None else await asker(question)
-            if answer:
+            answer = await self._ask(question)
+            if answer.allowed:
                 return
-            reason = f"{reason} {NOBODY_TO_ASK}" if answer is None else f"The user declined this call. {reason}"
+            reason = answer.denial_reason(verdict.reason)
         self._denials.append(Denial(tool=tool.name, arguments=question.summary(120), reason=reason))
         raise ToolError(f"Permission denied: {reason}")

@@ -1,62 +1,9 @@
-"""Text the host sees: `<task_result>` / `<task_error>` envelopes and the Task tool description."""
+"""The three tools' descriptions, as the host's model reads them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from .messages import Usage
-
-_OWN_TAG = re.compile(r"<(?=/?\s*(?:task_result|task_error|usage)\b)", re.IGNORECASE)
-
-
-def escape_body(text: str) -> str:
-    """Neutralise our own tags inside subagent text so it cannot close the envelope early."""
-    return _OWN_TAG.sub("&lt;", text)
-
-
-def escape_attribute(value: str) -> str:
-    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunStats:
-    task_id: str
-    turns: int
-    tool_uses: int
-    usage: Usage
-    duration_s: float
-
-
-def usage_line(stats: RunStats) -> str:
-    u = stats.usage
-    return (
-        f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
-        f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
-        f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
-        f"duration_ms: {round(stats.duration_s * 1000)}</usage>"
-    )
-
-
-def truncate(text: str, limit: int, *, full_text_at: str | None) -> str:
-    """Cut text over `limit` characters, saying how much was cut and where the whole text is."""
-    if len(text) <= limit:
-        return text
-    where = f" The full text is in {full_text_at}." if full_text_at else ""
-    return f"{text[:limit]}\n\n[Result truncated: showing {limit} of {len(text)} characters.{where}]"
-
-
-def task_result(agent: str, text: str, stats: RunStats | None = None, notes: Iterable[str] = ()) -> str:
-    body = escape_body(text)
-    extra = "".join(f"\n{escape_body(note)}" for note in notes)
-    envelope = f'<task_result agent="{escape_attribute(agent)}">{body}{extra}</task_result>'
-    return f"{envelope}\n{usage_line(stats)}" if stats else envelope
-
-
-def task_error(agent: str, message: str, stats: RunStats | None = None) -> str:
-    envelope = f'<task_error agent="{escape_attribute(agent)}">{escape_body(message)}</task_error>'
-    return f"{envelope}\n{usage_line(stats)}" if stats else envelope
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +44,21 @@ def task_description(agents: Iterable[AgentLine]) -> str:
         "Each agent type has specific capabilities and tools available to it.\n\n"
         f"Available agent types and the tools they have access to:\n{listing}\n\n{TASK_USAGE_NOTES}"
     )
+
+
+TASK_OUTPUT_DESCRIPTION = """\
+- Retrieves output from a running or completed task (a background Task, or a foreground Task that was handed over \
+to the background)
+- Takes a task_id parameter identifying the task
+- Returns the task output along with status information
+- Use block=true (default) to wait for task completion
+- Use block=false for a non-blocking check of current status
+- Task IDs are returned by the Task tool
+- Waits are capped a little under the host's tool-call timeout; if the task is still running, call TaskOutput again"""
+
+TASK_STOP_DESCRIPTION = """\
+- Stops a running or queued task by its ID
+- Takes a task_id parameter identifying the task to stop
+- Kills the task's running tool processes (Bash commands and their children)
+- Returns a success or failure status
+- Use this tool when you need to terminate a long-running task"""

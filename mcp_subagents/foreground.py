@@ -1,0 +1,228 @@
+"""A `Task` call from launch to answer: the host's roots, the foreground wait, handover, and the round trips of
+2026-era hosts.
+
+A 2026-07-28 connection cannot carry server-initiated requests, so what the server must ask rides the waiting call:
+it answers an `InputRequiredResult` (a `roots/list` request before the task starts, permission forms while it
+runs), and the host repeats the call with the answers and our sealed `requestState`. The task keeps running in the
+meantime, blocked on its question; the repeated call settles the question and waits on the task again, exactly
+like the first call (up to the foreground deadline), possibly asking the next question.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import mcp_types as types
+from mcp import MCPDeprecationWarning
+from mcp.server import ServerRequestContext
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .auth import principal_of
+from .elicitation import Elicitor, answer_of, permission_request
+from .errors import ProviderNotConfiguredError, SubagentsError, TaskNotFoundError
+from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
+from .loop import RunEvent, ToolStarted, TurnStarted
+from .permissions.asking import Asker, OpenQuestions, cannot_ask
+from .render import describe_event, handover_text, launched_text, outcome_text, stale_answer_text, task_error
+from .root_policy import confine_roots
+from .roots import ROOTS_INPUT_KEY, ConnectionRoots, host_roots, roots_from_response, roots_request
+from .schemas import task_schema, validate_arguments
+from .service import Subagents, TaskArguments
+from .task_record import TaskRecord
+
+logger = logging.getLogger(__name__)
+
+TaskCallResult: TypeAlias = types.CallToolResult | types.InputRequiredResult
+WaitEnd: TypeAlias = Literal["finished", "asking", "deadline"]
+
+
+class RoundState(BaseModel):
+    """What our `requestState` carries between two calls of a round trip. The SDK's `RequestStateBoundary` seals it
+    (encrypted, bound to this tool call's arguments, expiring), so what arrives here is what we minted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    roots: bool = False
+    """The host was sent our `roots/list` request; its answer is in the call's input responses."""
+    task: str | None = None
+    """The task whose open permission questions the host was sent."""
+    questions: list[str] = []
+
+
+def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
+
+
+class TaskCalls:
+    """Serves `Task` calls for one server: it keeps the roots of 2026-era connections."""
+
+    def __init__(self, app: Subagents) -> None:
+        self.app = app
+        self.roots = ConnectionRoots()
+
+    async def __call__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
+        app = self.app
+        arguments = dict(params.arguments or {})
+        catalog = app.catalog()
+        validate_arguments("Task", task_schema(list(catalog.names())), arguments)
+        args = TaskArguments(**arguments)
+        state = _round_state(params.request_state)
+        responses = params.input_responses or {}
+        if state is not None and state.task is not None:
+            return await self._answer_questions(ctx, state, responses)
+        roots = await self._roots(ctx, state, responses)
+        if isinstance(roots, types.InputRequiredResult):
+            return roots
+        if ctx.request is not None and not app.settings.trust_client_roots:  # over HTTP: see root_policy
+            roots = confine_roots(roots, areas=(app.settings.working_directory, *app.settings.allowed_roots))
+        try:
+            record = app.launch(args, catalog=catalog, roots=roots, principal=principal_of(ctx.request))
+        except ProviderNotConfiguredError as exc:
+            return _text(task_error(args.subagent_type, exc.message), is_error=True)
+        if record.background:
+            return _text(launched_text(record))
+        return await self._wait_in_foreground(ctx, record)
+
+    async def _roots(
+        self, ctx: ServerRequestContext[Any], state: RoundState | None, responses: types.InputResponses
+    ) -> tuple[Path, ...] | types.InputRequiredResult:
+        if not is_modern(ctx):
+            return await host_roots(ctx.session)
+        if not offers_roots(ctx):
+            return ()
+        if state is not None and state.roots:
+            folders = roots_from_response(responses.get(ROOTS_INPUT_KEY))
+            self.roots.remember(ctx, folders)
+            return folders
+        known = self.roots.known(ctx)
+        if known is not None:
+            return known
+        return types.InputRequiredResult(
+            input_requests={ROOTS_INPUT_KEY: roots_request()}, request_state=RoundState(roots=True).model_dump_json()
+        )
+
+    async def _answer_questions(
+        self, ctx: ServerRequestContext[Any], state: RoundState, responses: types.InputResponses
+    ) -> TaskCallResult:
+        """A host's call that brings answers: settle the questions that are still open, then wait on the task again."""
+        assert state.task is not None
+        try:
+            record = self.app.tasks.get(state.task, principal=principal_of(ctx.request))
+        except TaskNotFoundError:
+            return _text(stale_answer_text(None, task_id=state.task), is_error=True)
+        questions = record.resources.questions
+        still_open = [qid for qid in state.questions if qid in questions.waiting()]
+        if not still_open:
+            logger.info("a late answer for task %s: its questions are closed", record.id)
+            return _text(stale_answer_text(record, task_id=record.id), is_error=True)
+        for question_id in still_open:
+            if question_id in responses:
+                questions.settle(question_id, answer_of(responses[question_id]))
+        return await self._wait_in_foreground(ctx, record)
+
+    async def _wait_in_foreground(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> TaskCallResult:
+        app = self.app
+        modern = is_modern(ctx)
+        asker = self._asker(ctx, record, modern=modern)
+        deadline = app.settings.foreground_deadline
+        with app.tasks.attach(record, listener=HostReporter(ctx, record), asker=asker) as attachment:
+            try:
+                ended = await _wait(record, record.resources.questions if modern else None, deadline)
+            except anyio.get_cancelled_exc_class():
+                logger.info("host cancelled task %s; stopping it", record.id)
+                app.tasks.request_stop(record.id)
+                raise
+            if ended == "asking":
+                attachment.keep_asker()
+                return _questions_round(record)
+        if record.outcome is not None:
+            text = outcome_text(record, record.outcome, max_chars=app.settings.max_result_chars)
+            return _text(text, is_error=record.outcome.is_error)
+        return _text(handover_text(record, waited_s=deadline, recent_output=app.tasks.recent_output(record)))
+
+    def _asker(self, ctx: ServerRequestContext[Any], record: TaskRecord, *, modern: bool) -> Asker:
+        if not can_elicit_form(ctx):
+            return cannot_ask
+        if modern:
+            return record.resources.questions
+        return Elicitor(ctx, record)
+
+
+def _round_state(plaintext: str | None) -> RoundState | None:
+    if plaintext is None:
+        return None
+    try:
+        return RoundState.model_validate_json(plaintext)
+    except ValidationError:
+        raise SubagentsError(
+            "This call's requestState cannot be read (it comes from another version of the server); "
+            "call Task again without it."
+        ) from None
+
+
+async def _wait(record: TaskRecord, questions: OpenQuestions | None, seconds: float) -> WaitEnd:
+    """Wait until the task finishes, asks a question the host must carry (2026 era), or `seconds` pass."""
+    with anyio.move_on_after(seconds):
+        async with anyio.create_task_group() as group:
+
+            async def until_finished() -> None:
+                await record.done.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(until_finished)
+            if questions is not None:
+
+                async def until_asking() -> None:
+                    await questions.wait_until_open()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(until_asking)
+    if record.done.is_set():
+        return "finished"
+    if questions is not None and questions.waiting():
+        return "asking"
+    return "deadline"
+
+
+def _questions_round(record: TaskRecord) -> types.InputRequiredResult:
+    waiting = record.resources.questions.waiting()
+    requests: types.InputRequests = {
+        question_id: permission_request(question, record) for question_id, question in waiting.items()
+    }
+    state = RoundState(task=record.id, questions=list(waiting))
+    return types.InputRequiredResult(input_requests=requests, request_state=state.model_dump_json())
+
+
+class HostReporter:
+    """Progress for each turn and tool call (a no-op when the host sent no progress token), and log
+    notifications of subagent events for hosts that accept them. Neither is needed for a correct result."""
+
+    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> None:
+        self._ctx = ctx
+        self._record = record
+
+    async def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, TurnStarted):
+            message = f"turn {event.turn} of {event.max_turns}"
+        elif isinstance(event, ToolStarted):
+            message = f"turn {event.turn}: {event.call.name}"
+        else:
+            message = None
+        if message is not None:
+            # Counted on the task, so progress keeps rising across the calls of a 2026-era round trip.
+            progress = self._record.progress
+            await self._ctx.session.report_progress(progress.turn + progress.tool_uses, None, message)
+        line = describe_event(event)
+        if line is not None and log_level_allows(self._ctx, "info"):
+            data = {"task_id": self._record.id, "agent": self._record.agent, "event": line.strip()}
+            with warnings.catch_warnings():  # deprecated in the 2026 era, still what 2025-era hosts display
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                sending = self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]
+                    "info", data, logger="mcp-subagents", related_request_id=self._ctx.request_id
+                )
+            await sending

@@ -1,0 +1,72 @@
+"""How a task ended, as data: what a transcript's end line stores and what `render` turns into the host's text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any, Literal, TypeAlias
+
+from pydantic import TypeAdapter
+
+from .loop import StopKind
+from .messages import Usage
+from .permissions.asking import Denial
+
+FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
+FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
+FailureKind: TypeAlias = Literal["error", "wall_clock", "idle"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCounts:
+    turns: int
+    tool_uses: int
+    usage: Usage
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskOutcome:
+    state: FinishedState
+    counts: RunCounts | None = None
+    """None when nothing was measured (a task an earlier server process left running)."""
+    text: str = ""
+    """completed: the agent's final text, whole."""
+    stop: StopKind = "completed"
+    """completed: whether the agent finished, hit the turn limit, or was cut at the output token limit."""
+    failure: FailureKind | None = None
+    """failed: an error, or which time limit ran out."""
+    error: str = ""
+    """failed with an error: what went wrong."""
+    limit_s: float = 0.0
+    """failed on a time limit: the limit in seconds."""
+    denials: tuple[Denial, ...] = ()
+    rendered: str | None = None
+    """Only for an outcome read from a transcript written before outcomes were data: the text as rendered then."""
+
+    @property
+    def is_error(self) -> bool:
+        return self.state in ("failed", "interrupted")
+
+
+def redacted(outcome: TaskOutcome, redact: Callable[[str], str]) -> TaskOutcome:
+    """The outcome with every text it carries passed through `redact`."""
+    denials = tuple(
+        Denial(tool=d.tool, arguments=redact(d.arguments), reason=redact(d.reason)) for d in outcome.denials
+    )
+    rendered = None if outcome.rendered is None else redact(outcome.rendered)
+    return replace(outcome, text=redact(outcome.text), error=redact(outcome.error), denials=denials, rendered=rendered)
+
+
+@cache
+def _adapter() -> TypeAdapter[TaskOutcome]:
+    return TypeAdapter(TaskOutcome)
+
+
+def encode_outcome(outcome: TaskOutcome) -> dict[str, Any]:
+    return _adapter().dump_python(outcome, mode="json", exclude={"rendered"})
+
+
+def decode_outcome(data: Any) -> TaskOutcome:
+    return _adapter().validate_python(data)

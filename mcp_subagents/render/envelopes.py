@@ -1,0 +1,142 @@
+"""The `<task_result>` / `<task_error>` envelopes, and the text of how a task ended."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..messages import Usage
+from ..outcome import RunCounts, TaskOutcome
+from ..permissions.asking import Denial
+from ..task_record import TaskRecord
+
+_OWN_TAG = re.compile(r"<(?=/?\s*(?:task_result|task_error|usage)\b)", re.IGNORECASE)
+
+
+def escape_body(text: str) -> str:
+    """Neutralise our own tags inside subagent text so it cannot close the envelope early."""
+    return _OWN_TAG.sub("&lt;", text)
+
+
+def escape_attribute(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStats:
+    task_id: str
+    turns: int
+    tool_uses: int
+    usage: Usage
+    duration_s: float
+
+
+def usage_line(stats: RunStats) -> str:
+    u = stats.usage
+    return (
+        f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
+        f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
+        f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
+        f"duration_ms: {round(stats.duration_s * 1000)}</usage>"
+    )
+
+
+def truncate(text: str, limit: int, *, full_text_at: str | None) -> str:
+    """Cut text over `limit` characters, saying how much was cut and where the whole text is."""
+    if len(text) <= limit:
+        return text
+    where = f" The full text is in {full_text_at}." if full_text_at else ""
+    return f"{text[:limit]}\n\n[Result truncated: showing {limit} of {len(text)} characters.{where}]"
+
+
+def task_result(agent: str, text: str, stats: RunStats | None = None, notes: Iterable[str] = ()) -> str:
+    body = escape_body(text)
+    extra = "".join(f"\n{escape_body(note)}" for note in notes)
+    envelope = f'<task_result agent="{escape_attribute(agent)}">{body}{extra}</task_result>'
+    return f"{envelope}\n{usage_line(stats)}" if stats else envelope
+
+
+def task_error(agent: str, message: str, stats: RunStats | None = None) -> str:
+    envelope = f'<task_error agent="{escape_attribute(agent)}">{escape_body(message)}</task_error>'
+    return f"{envelope}\n{usage_line(stats)}" if stats else envelope
+
+
+def denial_notes(denials: Iterable[Denial]) -> list[str]:
+    """The lines a final result carries, so the user sees what was denied and what would allow it."""
+    lines = [f"- {d.tool} {d.arguments}: {d.reason}" for d in denials]
+    if not lines:
+        return []
+    return [f"[Permission denied for {len(lines)} tool call(s):\n" + "\n".join(lines) + "]"]
+
+
+def stopped_message(record: TaskRecord, counts: RunCounts | None) -> str:
+    turns, tool_uses = (counts.turns, counts.tool_uses) if counts else (0, 0)
+    return (
+        f"Task {record.id} was stopped after {turns} turn(s) and {tool_uses} tool use(s). "
+        f"Its output so far is in {record.output_path}."
+    )
+
+
+def interrupted_message(task_id: str) -> str:
+    return (
+        f'Task {task_id} was interrupted: the server stopped while it ran. Continue it with Task resume: "{task_id}".'
+    )
+
+
+def failure_message(outcome: TaskOutcome) -> str:
+    match outcome.failure:
+        case "wall_clock":
+            return f"Task exceeded its time limit of {outcome.limit_s:g} s"
+        case "idle":
+            return f"Task made no progress (no model reply or tool result) for {outcome.limit_s:g} s"
+        case _:
+            return outcome.error
+
+
+def outcome_text(record: TaskRecord, outcome: TaskOutcome, *, max_chars: int | None) -> str:
+    """The result the host gets for a finished task; `max_chars` cuts the agent's text (None: never cut)."""
+    if outcome.rendered is not None:
+        return outcome.rendered
+    counts = outcome.counts
+    stats = None if counts is None else _stats(record.id, counts)
+    denied = denial_notes(outcome.denials)
+    match outcome.state:
+        case "completed":
+            notes = [*_completion_notes(record, outcome), *denied]
+            body = outcome.text
+            if max_chars is not None:
+                body = truncate(body, max_chars, full_text_at=str(record.output_path))
+            return task_result(record.agent, body, stats, notes)
+        case "failed":
+            message = failure_message(outcome)
+        case "stopped":
+            message = stopped_message(record, counts)
+        case "interrupted":
+            message = interrupted_message(record.id)
+    return task_error(record.agent, "\n".join([message, *denied]), stats)
+
+
+def _stats(task_id: str, counts: RunCounts) -> RunStats:
+    return RunStats(
+        task_id=task_id,
+        turns=counts.turns,
+        tool_uses=counts.tool_uses,
+        usage=counts.usage,
+        duration_s=counts.duration_s,
+    )
+
+
+def _completion_notes(record: TaskRecord, outcome: TaskOutcome) -> list[str]:
+    notes: list[str] = []
+    if record.resumed_from:
+        notes.append(f"[Resumed task {record.resumed_from}.]")
+    if outcome.stop == "max_turns":
+        turns = outcome.counts.turns if outcome.counts else 0
+        notes.append(
+            f"[Stopped at the turn limit ({turns} turns) before the agent finished; "
+            f'continue with Task resume: "{record.id}".]'
+        )
+    elif outcome.stop == "max_tokens":
+        notes.append("[The final answer was cut off at the model's output token limit.]")
+    return notes

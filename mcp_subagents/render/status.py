@@ -1,0 +1,90 @@
+"""What the host reads about a task on its way: launched, handed over, its status, its stop, its output file lines."""
+
+from __future__ import annotations
+
+import json
+
+from ..loop import ModelResponded, RunEvent, ToolFinished, ToolStarted
+from ..task_record import TaskRecord
+from .envelopes import outcome_text
+
+
+def launched_text(record: TaskRecord) -> str:
+    return (
+        f"Task launched in the background.\n"
+        f"task_id: {record.id}\n"
+        f"agent: {record.agent}\n"
+        f"output_file: {record.output_path}\n"
+        f'Read the result with TaskOutput {{"task_id": "{record.id}"}}; it waits for completion unless block is '
+        f"false. Stop the task with TaskStop. The output file grows as the task runs."
+    )
+
+
+def handover_text(record: TaskRecord, *, waited_s: float, recent_output: str) -> str:
+    return (
+        f"Task {record.id} ({record.agent}: {record.description}) is still running after "
+        f"{waited_s:g} s, so it continues in the background; nothing is lost.\n"
+        f'Call TaskOutput with {{"task_id": "{record.id}"}} to wait for its result, or TaskStop to stop it.\n'
+        f"output_file: {record.output_path}\n\n"
+        f"Output so far:\n{recent_output}"
+    )
+
+
+def status_text(record: TaskRecord, *, queue: tuple[int, int] | None, recent_output: str, max_result_chars: int) -> str:
+    """TaskOutput's answer: where the task stands, then its result or its output so far."""
+    lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", f"<status>{record.state}</status>"]
+    if queue is not None:
+        lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
+    elif record.state == "running":
+        progress = record.progress
+        lines.append(
+            f"<progress>turn {progress.turn} of {progress.max_turns}, {progress.tool_uses} tool use(s), "
+            f"{progress.elapsed():.0f} s</progress>"
+        )
+    if record.outcome is not None:
+        lines.append(outcome_text(record, record.outcome, max_chars=max_result_chars))
+    else:
+        lines.append(f"<output>\n{recent_output}</output>")
+    return "\n".join(lines)
+
+
+def already_finished_text(record: TaskRecord) -> str:
+    return f"Task {record.id} ({record.description}) already finished with status {record.state}; nothing to stop."
+
+
+def stop_pending_text(record: TaskRecord) -> str:
+    return (
+        f"Stop requested for task {record.id} ({record.description}), but it has not finished shutting down "
+        "yet; check it with TaskOutput."
+    )
+
+
+def stopped_text(record: TaskRecord) -> str:
+    return f"Successfully stopped task: {record.id} ({record.description})"
+
+
+def stale_answer_text(record: TaskRecord | None, *, task_id: str) -> str:
+    """A repeated Task call whose permission questions are no longer open (answered before, or timed out)."""
+    if record is None:
+        return f"The permission answer came too late: task {task_id} is unknown to this server."
+    return (
+        f"The permission answer came too late: the question it answers is no longer open (it was answered "
+        f"already, or nobody answered in time and the call was denied). Task {record.id} ({record.agent}) is "
+        f'{record.state}; read its result with TaskOutput {{"task_id": "{record.id}"}}.'
+    )
+
+
+def describe_event(event: RunEvent) -> str | None:
+    """One readable line for a turn or tool event (the output file's format), or None for other events."""
+    if isinstance(event, ModelResponded):
+        calls = ", ".join(call.name for call in event.message.tool_calls)
+        text = " ".join(event.message.text.split())
+        said = f" {text[:300]}{'…' if len(text) > 300 else ''}" if text else ""
+        return f"[turn {event.turn}] assistant:{said}{f' (calls: {calls})' if calls else ''}\n"
+    if isinstance(event, ToolStarted):
+        return f"[turn {event.turn}] tool {event.call.name} {json.dumps(event.call.arguments)[:300]}\n"
+    if isinstance(event, ToolFinished):
+        status = "error" if event.result.is_error else "ok"
+        first = event.result.content.strip().splitlines()[0][:200] if event.result.content.strip() else ""
+        return f"[turn {event.turn}] {event.call.name} -> {status} ({len(event.result.content)} chars): {first}\n"
+    return None
