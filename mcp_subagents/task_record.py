@@ -11,7 +11,7 @@ from typing import Literal, TypeAlias
 
 import anyio
 
-from .loop import ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted
+from .loop import Compacted, ModelResponded, RunEvent, RunResult, ToolFinished, ToolStarted
 from .messages import Usage
 from .permissions.asking import Asker, Denial, denial_notes
 from .render import RunStats, task_error, task_result, truncate
@@ -134,4 +134,7 @@ def describe_event(event: RunEvent) -> str | None:
         status = "error" if event.result.is_error else "ok"
         first = event.result.content.strip().splitlines()[0][:200] if event.result.content.strip() else ""
         return f"[turn {event.turn}] {event.call.name} -> {status} ({len(event.result.content)} chars): {first}\n"
+    if isinstance(event, Compacted):
+        why = "it passed the compaction threshold" if event.reason == "threshold" else "the model found it too long"
+        return f"[turn {event.turn}] conversation of {event.replaced} messages summarised ({why})\n"
     return None

@@ -14,7 +14,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .errors import RunError, SubagentsError, TaskNotFoundError
-from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
+from .loop import Compacted, MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
 from .messages import Message
 from .redaction import Redactor
 from .render import task_error
@@ -268,6 +268,9 @@ class TaskManager:
             record.tool_uses += 1
         elif isinstance(event, MessageAppended):
             self._write_transcript(record.transcript.message, event.message)
+        elif isinstance(event, Compacted):
+            record.usage += event.usage
+            self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
         line = describe_event(event)
         if line:
             self._append_output(record, line)
