@@ -192,7 +192,7 @@ class SdkAdapter(ABC, Generic[ClientT]):
         except self._sdk_error as exc:
             raise self._error(exc) from None
         except ValueError as exc:  # broken JSON in the body, or tool input the SDK cannot parse even partially
-            raise self._make(f"{self._api} sent a stream that could not be parsed: {exc}", None, True) from None
+            raise self._make(f"{self._api} sent a stream that could not be parsed: {exc}", None, False) from None
 
     def _error(self, exc: Exception, *, mid_stream: bool = False) -> ModelAPIError:
         answered = self._provider_error(exc, mid_stream=mid_stream)

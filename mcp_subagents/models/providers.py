@@ -57,7 +57,7 @@ def provider_config(requested: str | None, environ: Mapping[str, str]) -> Provid
     return None
 
 
-async def create_model(config: ProviderConfig | None, *, deadline: float) -> Model:
+async def create_model(config: ProviderConfig | None, *, deadline: float, max_retries: int = 10) -> Model:
     """Build the provider's adapter, importing its SDK in a worker thread so the server keeps answering.
 
     Raises:
@@ -68,6 +68,12 @@ async def create_model(config: ProviderConfig | None, *, deadline: float) -> Mod
     module = await anyio.to_thread.run_sync(importlib.import_module, f"mcp_subagents.models.{config.name}")
     if config.name == "anthropic":
         return module.AnthropicModel(
-            api_key=config.api_key, base_url=config.base_url, deadline=deadline, bearer=config.bearer
+            api_key=config.api_key,
+            base_url=config.base_url,
+            deadline=deadline,
+            max_retries=max_retries,
+            bearer=config.bearer,
         )
-    return module.OpenAIModel(api_key=config.api_key, base_url=config.base_url, deadline=deadline)
+    return module.OpenAIModel(
+        api_key=config.api_key, base_url=config.base_url, deadline=deadline, max_retries=max_retries
+    )
