@@ -4,6 +4,8 @@ CLAUDE.md and git status, skills, memory, effort/thinking/max_tokens, the system
 from __future__ import annotations
 
 import subprocess
+import threading
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 
 from mcp_subagents.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn, web_search_blocks
+from tests.tools.test_web_models import Handler  # serves one HTML page
 
 from .support import connected, make_settings, text_of, write_agent
 
@@ -420,3 +423,34 @@ async def test_web_search_is_offered_with_the_anthropic_provider(tmp_path: Path,
     assert fake.requests[1]["body"]["tools"][0]["type"] == "web_search_20250305"
     result = fake.requests[2]["body"]["messages"][-1]["content"][0]
     assert "https://anyio.readthedocs.io/" in result["content"] and "Out now." in result["content"]
+
+
+async def test_webfetch_in_a_task_is_read_by_haiku(
+    tmp_path: Path, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    rules = tmp_path / "settings.json"
+    rules.write_text('{"permissions": {"allow": ["WebFetch"]}}', encoding="utf-8")
+    settings = make_settings(tmp_path, settings_file=rules)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/notes"
+    fake.push(
+        turn(tool_use("WebFetch", {"url": url, "prompt": "When does v2.0 ship?"})),
+        turn(text("May 4, says the page.")),
+        turn(text("It ships on May 4.")),
+    )
+    try:
+        await run(settings, fake, task("general-purpose"))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+    reader = fake.requests[1]["body"]
+    assert reader["model"] == "claude-haiku-5-5"
+    assert "PAGE-FACT: ships on May 4." in reader["messages"][0]["content"][0]["text"]
+    result = fake.requests[2]["body"]["messages"][-1]["content"][0]["content"]
+    assert result == f"URL: {url}\n\nMay 4, says the page."

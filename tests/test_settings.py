@@ -81,3 +81,17 @@ def test_flags_win_over_environment(tmp_path: Path) -> None:
 def test_bad_values_name_the_setting(environ: dict[str, str], expected: str) -> None:
     with pytest.raises(ConfigError, match=expected):
         parse([], {"HOME": "/tmp", **environ})
+
+
+def test_model_request_limits_and_the_claude_folder(tmp_path: Path) -> None:
+    defaults = parse([], {"HOME": str(tmp_path)})
+    assert (defaults.max_tokens, defaults.compact_threshold, defaults.max_retries) == (None, None, 10)
+    assert defaults.claude_dir == tmp_path / ".claude"
+    settings = parse(
+        ["--max-tokens", "4096", "--compact-threshold", "150000"],
+        {"HOME": str(tmp_path), "MCP_SUBAGENTS_MAX_RETRIES": "0", "CLAUDE_CONFIG_DIR": str(tmp_path / "cc")},
+    )
+    assert (settings.max_tokens, settings.compact_threshold, settings.max_retries) == (4096, 150_000, 0)
+    assert settings.claude_dir == tmp_path / "cc"
+    with pytest.raises(ConfigError, match="--compact-threshold"):
+        parse(["--compact-threshold", "0"], {"HOME": str(tmp_path)})
