@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcp_subagents.settings import Settings
-from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn, web_search_blocks
+from tests.fakes.fake_llm import FakeLLM, text, thinking, tool_use, turn, web_search_blocks
 from tests.tools.test_web_models import Handler  # serves one HTML page
 
 from .support import connected, make_settings, text_of, write_agent
@@ -329,6 +329,23 @@ async def test_effort_thinking_and_max_tokens_per_model(
     if thinks:
         assert body["thinking"] == {"type": "adaptive", "display": "omitted"}
     assert body.get("output_config") == ({"effort": effort} if effort else None)
+
+
+async def test_thinking_blocks_go_back_with_their_signatures_after_a_tool_call(tmp_path: Path, fake: FakeLLM) -> None:
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    (settings.cwd / "a.txt").write_text("alpha\n", encoding="utf-8")
+    fake.push(
+        turn(thinking("", "sig-e2e"), tool_use("Read", {"file_path": str(settings.cwd / "a.txt")})),
+        turn(thinking("", "sig-2"), text("alpha it is")),
+    )
+
+    await run(settings, fake, task("general-purpose"))
+
+    assistant = fake.requests[1]["body"]["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"][0] == {"type": "thinking", "thinking": "", "signature": "sig-e2e"}
+    assert assistant["content"][1]["type"] == "tool_use"
 
 
 async def test_max_tokens_flag_overrides_the_model_limit(tmp_path: Path, fake: FakeLLM) -> None:
