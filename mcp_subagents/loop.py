@@ -135,6 +135,14 @@ class _RunState:
     started: float = field(default_factory=time.monotonic)
     context_tokens: int = 0
     """Input plus output tokens of the latest model request: how full the context window is."""
+    compacted_at: int | None = None
+    """The turn of the latest compaction."""
+
+    def should_compact(self, threshold: int | None) -> bool:
+        # Right after a summary the context may still be over the threshold (a huge CLAUDE.md, say): summarising
+        # again would shrink nothing, so at least two turns must pass first.
+        recent = self.compacted_at is not None and self.turns - self.compacted_at < 2
+        return threshold is not None and self.context_tokens >= threshold and not recent
 
     async def append(self, message: Message) -> None:
         self.messages.append(message)
@@ -177,7 +185,7 @@ async def run_agent(
     await state.append(prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt))
     definitions = tuple(tool.definition() for tool in run.tools.values())
     while state.turns < run.max_turns:
-        if run.compact_threshold is not None and state.context_tokens >= run.compact_threshold:
+        if state.should_compact(run.compact_threshold):
             await _compact(run, model, definitions, state, "threshold")
         state.turns += 1
         await state.on_event(TurnStarted(turn=state.turns, max_turns=run.max_turns))
@@ -270,6 +278,7 @@ async def _compact(
     logger.info("agent %s: conversation of %d messages summarised (%s)", run.agent, replaced, reason)
     state.messages = []
     state.context_tokens = 0
+    state.compacted_at = state.turns
     await state.on_event(Compacted(turn=state.turns, reason=reason, summary=summary, replaced=replaced, usage=usage))
     await state.append(continuation_message(summary, first))
 

@@ -152,3 +152,22 @@ def test_shrinking_drops_older_turns_but_never_orphans_tool_results() -> None:
         answered = {r.call_id for m in body if isinstance(m, ToolResultMessage) for r in m.results}
         assert answered == calls
     assert len(summary_messages(conversation, shrink=3)) < len(summary_messages(conversation, shrink=1))
+
+
+async def test_a_context_still_over_the_threshold_is_not_summarised_again_at_once(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            big_call("a", tokens=500),
+            summary("S1"),
+            big_call("b", tokens=500),  # the summary plus a huge first message is still over the threshold
+            big_call("c", tokens=500),
+            summary("S2"),
+            text("done"),
+        ]
+    )
+
+    result = await run_agent(make_run(tmp_path, threshold=100), FIRST, model=model)
+
+    assert result.text == "done"
+    asked = [request.tool_choice for request in model.requests]
+    assert asked == ["auto", "none", "auto", "auto", "none", "auto"]
