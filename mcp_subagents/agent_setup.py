@@ -18,6 +18,7 @@ from .messages import UserMessage
 from .models.base import EFFORT_LEVELS, EffortLevel
 from .models.profiles import ModelProfile
 from .project_context import claude_md_block, git_status, git_status_block, instruction_files
+from .prompts import system_prompt
 from .skills import SkillCatalog, load_skills, preloaded_skills, skill_tool, skills_listing
 from .tools.base import Tool
 
@@ -92,11 +93,16 @@ class AgentExtras:
     def allow_rules(self) -> tuple[str, ...]:
         return memory_allow_rules(self.memory) if self.memory is not None else ()
 
-    def system_sections(self, tool_names: Sequence[str]) -> tuple[str | None, str | None]:
-        """(memory section, skills listing) for the system prompt; the listing only when Skill is granted."""
-        memory = self.memory.prompt if self.memory is not None else None
-        listing = skills_listing(self.skills) if "Skill" in tool_names else None
-        return memory, listing
+    def system_prompt(self, *, cwd: Path, model: ModelProfile, tool_names: Sequence[str]) -> str:
+        """The agent's system prompt, with its memory section and (when Skill is granted) the skills listing."""
+        return system_prompt(
+            self.definition.prompt,
+            cwd=cwd,
+            critical_reminder=self.definition.critical_reminder,
+            model=model,
+            memory=self.memory.prompt if self.memory is not None else None,
+            skills=skills_listing(self.skills) if "Skill" in tool_names else None,
+        )
 
 
 def agent_extras(

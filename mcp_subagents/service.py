@@ -29,7 +29,6 @@ from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
-from .prompts import system_prompt
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
@@ -271,17 +270,9 @@ class Subagents:
             max_tokens=self.settings.max_tokens,
             compact_threshold=self.settings.compact_threshold,
         )
-        memory_section, skills_section = extras.system_sections(list(tools))
         return AgentRun(
             agent=definition.name,
-            system=system_prompt(
-                definition.prompt,
-                cwd=cwd,
-                critical_reminder=definition.critical_reminder,
-                model=profile,
-                memory=memory_section,
-                skills=skills_section,
-            ),
+            system=extras.system_prompt(cwd=cwd, model=profile, tool_names=list(tools)),
             model_id=model_id,
             tools=tools,
             context=ToolContext(
