@@ -12,6 +12,7 @@ from typing import Any, Final, TypeVar
 
 from ..errors import DefinitionError
 from ..messages import JsonObject
+from ..models.base import EFFORT_LEVELS
 from ..models.resolve import MODEL_ALIASES as ALIAS_TO_MODEL_ID
 from ._coerce import as_list, as_object
 from .frontmatter import read_frontmatter
@@ -23,7 +24,6 @@ they must not start with `-`, hold `:` (reserved for `plugin:agent` ids), contro
 MODEL_ALIASES: Final = frozenset({*ALIAS_TO_MODEL_ID, "inherit"})
 PERMISSION_MODES: Final = ("default", "acceptEdits", "auto", "dontAsk", "bypassPermissions", "plan")
 MEMORY_SCOPES: Final[tuple[MemoryScope, ...]] = ("user", "project", "local")
-EFFORT_LEVELS: Final = ("low", "medium", "high", "xhigh", "max")
 ISOLATION_MODES: Final = ("worktree", "remote")
 COLORS: Final = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
 DESCRIPTION_FALLBACKS: Final = ("when-to-use", "when_to_use")
