@@ -58,10 +58,23 @@ class RunError(SubagentsError):
 class ModelAPIError(RunError):
     """The model provider failed after retries, or answered something unusable."""
 
-    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.retryable = retryable
+        self.retry_after = retry_after
+        """Seconds the provider asked us to wait before trying again, if it said."""
+
+
+class PromptTooLongError(ModelAPIError):
+    """The provider refused the request because its input does not fit the model's context window."""
 
 
 class ModelRefusalError(RunError):

@@ -10,23 +10,27 @@ from typing import Literal, TypeAlias
 
 import anyio
 
-from .errors import ModelRefusalError, RunError, ToolError
+from .compaction import continuation_message, summary_messages
+from .errors import ModelRefusalError, PromptTooLongError, RunError, ToolError
 from .messages import (
     AssistantMessage,
     Message,
     TextPart,
     ToolCall,
+    ToolDefinition,
     ToolResult,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from .models.base import Model, ModelRequest, ModelResponse
+from .models.base import EffortLevel, Model, ModelRequest, ModelResponse
 from .tools.base import Tool, ToolContext
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_RESULT_CHARS = 100_000
+MAX_SUMMARY_ATTEMPTS = 4
+CONTEXT_FULL = "The conversation no longer fits the model's context window; start a new task with less input."
 CUT_OFF_TOOL_CALL_NOTICE = (
     "Your last response hit the output token limit while writing a tool call, so the call was not run. "
     "Continue the task; keep each tool call's input smaller (for example, write a large file in several steps)."
@@ -48,6 +52,12 @@ class AgentRun:
     max_turns: int = 50
     max_tokens: int = 16_384
     gate: ToolGate | None = None
+    thinking: bool = False
+    """Adaptive thinking on every request (where the provider has it)."""
+    effort: EffortLevel | None = None
+    compact_threshold: int | None = None
+    """Summarise the conversation once a request's input plus output reaches this many tokens; None: only when the
+    provider answers that the prompt is too long."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,13 +89,25 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Compacted:
+    """The conversation was replaced by a summary; the next `MessageAppended` is the message that starts it anew."""
+
+    turn: int
+    reason: Literal["threshold", "prompt_too_long"]
+    summary: str
+    replaced: int
+    """How many messages the summary replaced."""
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MessageAppended:
     """Every message added to the conversation, in order; the transcript is built from these."""
 
     message: Message
 
 
-RunEvent: TypeAlias = TurnStarted | ModelResponded | ToolStarted | ToolFinished | MessageAppended
+RunEvent: TypeAlias = TurnStarted | ModelResponded | ToolStarted | ToolFinished | MessageAppended | Compacted
 EventHandler = Callable[[RunEvent], Awaitable[None]]
 
 StopKind: TypeAlias = Literal["completed", "max_turns", "max_tokens"]
@@ -111,6 +133,16 @@ class _RunState:
     tool_uses: int = 0
     last_text: str = ""
     started: float = field(default_factory=time.monotonic)
+    context_tokens: int = 0
+    """Input plus output tokens of the latest model request: how full the context window is."""
+    compacted_at: int | None = None
+    """The turn of the latest compaction."""
+
+    def should_compact(self, threshold: int | None) -> bool:
+        # Right after a summary the context may still be over the threshold (a huge CLAUDE.md, say): summarising
+        # again would shrink nothing, so at least two turns must pass first.
+        recent = self.compacted_at is not None and self.turns - self.compacted_at < 2
+        return threshold is not None and self.context_tokens >= threshold and not recent
 
     async def append(self, message: Message) -> None:
         self.messages.append(message)
@@ -134,7 +166,7 @@ async def _ignore(_: RunEvent) -> None:
 
 async def run_agent(
     run: AgentRun,
-    prompt: str,
+    prompt: str | UserMessage,
     *,
     model: Model,
     history: Sequence[Message] = (),
@@ -142,26 +174,25 @@ async def run_agent(
 ) -> RunResult:
     """Loop model request -> tool calls -> tool results until the model answers without tools.
 
+    `prompt` is the next user message: plain text, or a message that carries context blocks (a new run's first).
+
     Raises:
         ModelAPIError: the provider failed after its retries.
         ModelRefusalError: the model refused.
-        RunError: the run cannot go on (context window full).
+        RunError: the run cannot go on (context window full even after compaction).
     """
     state = _RunState(messages=list(history), on_event=on_event or _ignore)
-    await state.append(UserMessage(content=prompt))
+    await state.append(prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt))
     definitions = tuple(tool.definition() for tool in run.tools.values())
     while state.turns < run.max_turns:
+        if state.should_compact(run.compact_threshold):
+            await _compact(run, model, definitions, state, "threshold")
         state.turns += 1
         await state.on_event(TurnStarted(turn=state.turns, max_turns=run.max_turns))
-        request = ModelRequest(
-            model=run.model_id,
-            system=run.system,
-            messages=tuple(state.messages),
-            tools=definitions,
-            max_tokens=run.max_tokens,
-        )
-        response = await model.request(request)
+        response = await _request_fitting_the_window(run, model, definitions, state)
         state.usage += response.usage
+        u = response.usage
+        state.context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_creation_tokens + u.output_tokens
         message = _assistant_message(response)
         await state.on_event(
             ModelResponded(turn=state.turns, message=message, usage=response.usage, stop_reason=response.stop_reason)
@@ -173,7 +204,7 @@ async def run_agent(
             if not message.tool_calls:
                 await state.append(message)
                 return state.result("max_tokens")
-            await state.append(AssistantMessage(parts=tuple(p for p in message.parts if isinstance(p, TextPart))))
+            await state.append(AssistantMessage(parts=tuple(p for p in message.parts if not isinstance(p, ToolCall))))
             await state.append(UserMessage(content=CUT_OFF_TOOL_CALL_NOTICE))
             continue
         await state.append(message)
@@ -182,6 +213,74 @@ async def run_agent(
         results = await _run_tool_calls(run, message.tool_calls, state)
         await state.append(ToolResultMessage(results=results))
     return state.result("max_turns")
+
+
+def _request(
+    run: AgentRun,
+    definitions: tuple[ToolDefinition, ...],
+    messages: Sequence[Message],
+    tool_choice: Literal["auto", "none"] = "auto",
+) -> ModelRequest:
+    return ModelRequest(
+        model=run.model_id,
+        system=run.system,
+        messages=tuple(messages),
+        tools=definitions,
+        max_tokens=run.max_tokens,
+        thinking=run.thinking,
+        effort=run.effort,
+        tool_choice=tool_choice,
+    )
+
+
+async def _request_fitting_the_window(
+    run: AgentRun, model: Model, definitions: tuple[ToolDefinition, ...], state: _RunState
+) -> ModelResponse:
+    """The turn's model request; a "prompt is too long" answer compacts the conversation and asks once more."""
+    try:
+        return await model.request(_request(run, definitions, state.messages))
+    except PromptTooLongError:
+        if len(state.messages) <= 1:
+            raise RunError(CONTEXT_FULL) from None
+    await _compact(run, model, definitions, state, "prompt_too_long")
+    try:
+        return await model.request(_request(run, definitions, state.messages))
+    except PromptTooLongError:
+        raise RunError(CONTEXT_FULL) from None
+
+
+async def _compact(
+    run: AgentRun,
+    model: Model,
+    definitions: tuple[ToolDefinition, ...],
+    state: _RunState,
+    reason: Literal["threshold", "prompt_too_long"],
+) -> None:
+    """Replace the conversation with a summary the model writes of it."""
+    usage = Usage()
+    response: ModelResponse | None = None
+    for shrink in range(MAX_SUMMARY_ATTEMPTS):
+        request = _request(run, definitions, summary_messages(state.messages, shrink=shrink), tool_choice="none")
+        try:
+            response = await model.request(request)
+            break
+        except PromptTooLongError:
+            continue
+    if response is None:
+        raise RunError(CONTEXT_FULL)
+    usage += response.usage
+    state.usage += response.usage
+    summary = "".join(p.text for p in response.parts if isinstance(p, TextPart)).strip()
+    if not summary:
+        raise RunError("The conversation had to be summarised to fit the context window, but the summary was empty.")
+    replaced = len(state.messages)
+    first = state.messages[0] if state.messages else None
+    logger.info("agent %s: conversation of %d messages summarised (%s)", run.agent, replaced, reason)
+    state.messages = []
+    state.context_tokens = 0
+    state.compacted_at = state.turns
+    await state.on_event(Compacted(turn=state.turns, reason=reason, summary=summary, replaced=replaced, usage=usage))
+    await state.append(continuation_message(summary, first))
 
 
 def _assistant_message(response: ModelResponse) -> AssistantMessage:
@@ -194,7 +293,7 @@ def _raise_for_stop(response: ModelResponse) -> None:
         why = f": {response.refusal_explanation}" if response.refusal_explanation else ""
         raise ModelRefusalError(f"The model refused to continue{why}")
     if response.stop_reason == "context_window":
-        raise RunError("The conversation no longer fits the model's context window; start a new task with less input.")
+        raise RunError(CONTEXT_FULL)
 
 
 async def _run_tool_calls(run: AgentRun, calls: Sequence[ToolCall], state: _RunState) -> tuple[ToolResult, ...]:

@@ -22,7 +22,27 @@ class ToolCall:
     kind: Literal["tool_call"] = "tool_call"
 
 
-AssistantPart: TypeAlias = TextPart | ToolCall
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThinkingPart:
+    """The model's reasoning before it answered. With thinking shown as "omitted" the text is empty and only the
+    signature is there; the provider needs the block back, signature intact, in the following requests."""
+
+    text: str
+    signature: str = ""
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderPart:
+    """A block only one provider understands (redacted thinking, a server-side tool call or its result), kept as the
+    provider sent it so it can go back unchanged; other providers leave it out."""
+
+    provider: str
+    data: JsonObject
+    kind: Literal["provider"] = "provider"
+
+
+AssistantPart: TypeAlias = TextPart | ToolCall | ThinkingPart | ProviderPart
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,7 +55,16 @@ class ToolResult:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UserMessage:
     content: str
+    context: tuple[str, ...] = ()
+    """Text blocks sent ahead of `content`: project context such as CLAUDE.md and the git status."""
+    attachments: tuple[str, ...] = ()
+    """Text blocks sent after `content`: skills preloaded for the agent."""
     role: Literal["user"] = "user"
+
+    @property
+    def blocks(self) -> tuple[str, ...]:
+        """Every non-empty text block in the order the model reads them."""
+        return tuple(block for block in (*self.context, self.content, *self.attachments) if block)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

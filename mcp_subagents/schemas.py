@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .errors import InvalidArgumentsError, UnknownAgentError
 from .messages import JsonObject
+from .models.base import EFFORT_LEVELS
 from .models.resolve import TASK_MODEL_CHOICES
 
 if TYPE_CHECKING:
@@ -44,6 +45,12 @@ def task_schema(agent_names: Sequence[str]) -> JsonObject:
                 "type": "integer",
                 "exclusiveMinimum": 0,
                 "description": "Optional cap on model round trips for this run.",
+            },
+            "effort": {
+                "type": "string",
+                "enum": list(EFFORT_LEVELS),
+                "description": "Optional effort for this agent; overrides the agent definition's effort (default "
+                "medium). Higher effort thinks longer and costs more.",
             },
         },
         "required": ["description", "prompt", "subagent_type"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property, partial
@@ -24,20 +24,21 @@ from .definitions import (
 from .definitions.validate import NEVER_GRANTED
 from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
-from .messages import Message
+from .messages import Message, UserMessage
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
 from .principals import LOCAL_PRINCIPAL
-from .prompts import system_prompt
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
 from .tools import Tool, ToolContext, builtin_tools
+from .tools.base import ModelAccess
 from .transcripts import read_history
 
 if TYPE_CHECKING:
+    from .agent_setup import AgentExtras
     from .permissions.policy import PermissionPolicy
 
 logger = logging.getLogger(__name__)
@@ -73,13 +74,18 @@ class TaskArguments:
     resume: str | None = None
     run_in_background: bool = False
     max_turns: int | None = None
+    effort: str | None = None
 
 
-def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> tuple[dict[str, Tool], list[str]]:
-    """Apply `disallowedTools` first, then `tools`; Task/Agent are never granted. Returns (tools, unknown names)."""
+def select_tools(
+    definition: AgentDefinition, available: Mapping[str, Tool], granted: Sequence[str] = ()
+) -> tuple[dict[str, Tool], list[str]]:
+    """Apply `disallowedTools` first, then `tools` plus `granted` (tools the agent's features need, such as its
+    memory's Read/Write/Edit); Task/Agent are never granted. Returns (tools, unknown names)."""
 
     disallowed = {tool_base_name(entry) for entry in definition.disallowed_tools}
-    wanted = list(available) if definition.tools is None else [tool_base_name(entry) for entry in definition.tools]
+    listed = [tool_base_name(entry) for entry in definition.tools] if definition.tools is not None else []
+    wanted = list(available) if definition.tools is None else [*listed, *granted]
     chosen: dict[str, Tool] = {}
     unknown: list[str] = []
     for name in wanted:
@@ -91,6 +97,14 @@ def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> 
         else:
             chosen[name] = tool
     return chosen, unknown
+
+
+def _missing_tool_reason(name: str) -> str:
+    if name == "WebSearch":
+        return "which needs the Anthropic provider (it uses the API's server-side web search)"
+    if name == "Skill":
+        return "but no skills are installed for it to load"
+    return "which this server does not have"
 
 
 def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> ToolGate:
@@ -150,7 +164,9 @@ class Subagents:
     async def model(self) -> Model:
         async with self._model_lock:
             if self._model is None:
-                self._model = await create_model(self._provider, deadline=self.settings.model_deadline)
+                self._model = await create_model(
+                    self._provider, deadline=self.settings.model_deadline, max_retries=self.settings.max_retries
+                )
             return self._model
 
     def launch(
@@ -187,9 +203,25 @@ class Subagents:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
+            from .agent_setup import agent_extras, opening_message
+
             model = await self.model()
-            run = self._prepare_run(definition, args, roots, record)
-            return await run_agent(run, args.prompt, model=model, history=history, on_event=listener)
+            cwd = self._working_directory(roots)
+            extras = agent_extras(
+                definition, cwd=cwd, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
+            )
+            run = self._prepare_run(definition, args, roots, record, model=model, extras=extras)
+            prompt: str | UserMessage = args.prompt
+            if not args.resume:  # a resumed conversation already starts with the context: not twice
+                prompt = await opening_message(
+                    args.prompt,
+                    extras=extras,
+                    cwd=cwd,
+                    claude_dir=self.settings.claude_dir,
+                    managed_dir=self.settings.policy_file.parent if self.settings.policy_file else None,
+                    env=self._tool_environment(),
+                )
+            return await run_agent(run, prompt, model=model, history=history, on_event=listener)
 
         return self.tasks.start(
             agent=definition.name,
@@ -205,38 +237,80 @@ class Subagents:
     def tools(self) -> dict[str, Tool]:
         return builtin_tools()
 
-    def _prepare_run(
-        self, definition: AgentDefinition, args: TaskArguments, roots: tuple[Path, ...], record: TaskRecord
-    ) -> AgentRun:
+    def _working_directory(self, roots: tuple[Path, ...]) -> Path:
         # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.
-        cwd = self.settings.cwd or (roots[0] if roots else self.settings.working_directory)
-        allowed = (cwd, *(root for root in roots if root != cwd))
-        tools, unknown = select_tools(definition, self.tools)
+        return self.settings.cwd or (roots[0] if roots else self.settings.working_directory)
+
+    def _prepare_run(
+        self,
+        definition: AgentDefinition,
+        args: TaskArguments,
+        roots: tuple[Path, ...],
+        record: TaskRecord,
+        *,
+        model: Model,
+        extras: AgentExtras,
+    ) -> AgentRun:
+        from .agent_setup import model_settings
+        from .models.profiles import model_profile
+
+        cwd = self._working_directory(roots)
+        allowed = (cwd, *(root for root in roots if root != cwd), *extras.extra_roots)
+        provider = self.provider_name
+        tools, unknown = select_tools(
+            definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools
+        )
         for name in unknown:
-            self._warn_once(f"agent {definition.name} lists tool {name}, which this server does not have; skipped")
+            self._warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
+        model_id = resolve_model_id(
+            task_model=args.model,
+            definition_model=definition.model,
+            default_model=self.settings.model,
+            provider=provider,
+        )
+        profile = model_profile(model_id)
+        chosen = model_settings(
+            profile,
+            provider=provider,
+            file_effort=definition.effort,
+            task_effort=args.effort,
+            max_tokens=self.settings.max_tokens,
+            compact_threshold=self.settings.compact_threshold,
+        )
         return AgentRun(
             agent=definition.name,
-            system=system_prompt(definition.prompt, cwd=cwd, critical_reminder=definition.critical_reminder),
-            model_id=resolve_model_id(
-                task_model=args.model,
-                definition_model=definition.model,
-                default_model=self.settings.model,
-                provider=self.provider_name,
-            ),
+            system=extras.system_prompt(cwd=cwd, model=profile, tool_names=list(tools)),
+            model_id=model_id,
             tools=tools,
             context=ToolContext(
-                cwd=cwd, allowed_roots=allowed, env=self._tool_environment(), processes=record.resources.processes
+                cwd=cwd,
+                allowed_roots=allowed,
+                env=self._tool_environment(),
+                processes=record.resources.processes,
+                models=self._model_access(model, model_id),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
-            max_tokens=self.settings.max_tokens,
+            max_tokens=chosen.max_tokens,
+            thinking=chosen.thinking,
+            effort=chosen.effort,
+            compact_threshold=chosen.compact_threshold,
             gate=permission_gate(
-                self._permission_policy(definition, cwd, allowed),
+                self._permission_policy(definition, cwd, allowed, extra_allow=extras.allow_rules),
                 agent=definition.name,
                 ask=partial(self.tasks.ask, record),
                 denials=record.resources.denials,
             ),
         )
+
+    def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
+        """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
+        if model.provider not in ("anthropic", "openai"):
+            return None
+        fast = resolve_model_id(
+            task_model="haiku", definition_model=None, default_model=self.settings.model, provider=model.provider
+        )
+        return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
 
     def _warn_once(self, message: str) -> None:
         """Log a configuration problem once per process, not once per Task."""
@@ -249,12 +323,17 @@ class Subagents:
 
         return sanitized_environment(self.environ)
 
-    def _permission_policy(self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...]) -> PermissionPolicy:
+    def _permission_policy(
+        self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...], extra_allow: tuple[str, ...] = ()
+    ) -> PermissionPolicy:
         from .permissions import PermissionPolicy, effective_mode, load_rules
+        from .permissions.rules import PermissionRules
 
         rules = load_rules(self.settings.settings_file, self.settings.policy_file)
         for problem in rules.errors:
             self._warn_once(f"permission rule ignored: {problem}")
+        if extra_allow:  # the agent's own memory folder, which it may always read and write
+            rules = rules.merged(PermissionRules.of(allow=extra_allow, source="the agent's memory folder"))
         return PermissionPolicy(
             cwd=cwd,
             mode=effective_mode(self.settings.permission_mode, definition.permission_mode),

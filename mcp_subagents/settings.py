@@ -41,7 +41,12 @@ class Settings:
     state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
     max_turns: int = 50
     max_result_chars: int = 80_000
-    max_tokens: int = 16_384
+    max_tokens: int | None = None
+    """Output token limit per request; None means the model's own (128000 on Claude 5.x, 16384 when unknown)."""
+    compact_threshold: int | None = None
+    """Summarise a conversation once a request uses this many tokens; None means 80% of the model's window."""
+    claude_dir: Path | None = field(default_factory=lambda: Path.home() / ".claude")
+    """The user's Claude Code folder: `~/.claude/CLAUDE.md`, `skills/` and `agent-memory/` are read from it."""
     max_concurrent: int = 10
     task_timeout: float = 1800.0
     idle_timeout: float = 600.0
@@ -49,6 +54,8 @@ class Settings:
     ask_timeout: float = 300.0
     """Seconds a permission question waits for the person's answer before the call is denied."""
     model_deadline: float = 900.0
+    max_retries: int = 10
+    """Retries of a model request that failed for a passing reason (overload, rate limit, 5xx, connection)."""
     permission_mode: str = "default"
     watch_interval: float = 2.0
     """Seconds between checks of the agent files for changes (0 turns the check off)."""
@@ -97,6 +104,13 @@ def _positive_int(raw: str) -> int:
     value = int(raw)
     if value <= 0:
         raise ValueError(f"must be a positive integer, got {raw}")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"must be 0 or a positive integer, got {raw}")
     return value
 
 
@@ -173,6 +187,18 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     _Option("--state-dir", "state_dir", "folder for task output files and transcripts", _path),
     _Option("--max-turns", "max_turns", "server cap on model round trips per task (default: 50)", _positive_int),
     _Option(
+        "--max-tokens",
+        "max_tokens",
+        "output tokens per model request (default: the model's limit, 128000 on Claude 5.x; else 16384)",
+        _positive_int,
+    ),
+    _Option(
+        "--compact-threshold",
+        "compact_threshold",
+        "summarise a task's conversation when a request reaches this many tokens (default: 80%% of the window)",
+        _positive_int,
+    ),
+    _Option(
         "--max-result-chars", "max_result_chars", "cut final results longer than this (default: 80000)", _positive_int
     ),
     _Option(
@@ -202,6 +228,12 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "model_deadline",
         "seconds one model request may take, retries included (default: 900)",
         _seconds,
+    ),
+    _Option(
+        "--max-retries",
+        "max_retries",
+        "retries of a model request that failed with 429/529/5xx or a lost connection, with backoff (default: 10)",
+        _non_negative_int,
     ),
     _Option(
         "--watch-interval",
@@ -327,6 +359,9 @@ def _build(values: dict[str, Any], environ: Mapping[str, str]) -> Settings:
     values.setdefault("state_dir", _default_state_dir(environ))
     if "HOME" in environ:
         values.setdefault("user_agents_dir", Path(environ["HOME"]) / ".claude" / "agents")
+        values.setdefault("claude_dir", Path(environ["HOME"]) / ".claude")
+    if environ.get("CLAUDE_CONFIG_DIR"):
+        values["claude_dir"] = Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
     if values.get("cwd") is not None:
         cwd = Path(values["cwd"]).resolve()
         if not cwd.is_dir():

@@ -16,7 +16,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from .errors import SubagentsError, TaskNotFoundError
-from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
+from .loop import Compacted, MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
 from .messages import Message
 from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
 from .permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
@@ -319,6 +319,9 @@ class TaskManager:
             progress.tool_uses += 1
         elif isinstance(event, MessageAppended):
             self._write_transcript(record.transcript.message, event.message)
+        elif isinstance(event, Compacted):
+            progress.usage += event.usage
+            self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
         line = describe_event(event)
         if line:
             self._append_output(record, line)

@@ -1,7 +1,8 @@
 """One JSONL file per task: a header, every conversation message as it happens, and how the task ended.
 
 The file is the durable record of a task: a restarted server reads it to report the task's outcome
-(a task without an end line was interrupted) and to resume its conversation.
+(a task without an end line was interrupted) and to resume its conversation. A `compaction` line marks where the
+conversation was replaced by a summary: resuming starts from the messages after it.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ class TranscriptWriter:
     def message(self, message: Message) -> None:
         self._append({"type": "message", "message": encode_message(message)})
 
+    def compaction(self, summary: str, reason: str, replaced: int) -> None:
+        self._append({"type": "compaction", "reason": reason, "replaced": replaced, "summary": summary})
+
     def finished(self, outcome: TaskOutcome) -> None:
         self._append({"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)})
 
@@ -136,6 +140,9 @@ def read_history(path: Path) -> list[Message]:
     """The conversation so far, repaired so it can be sent to a model again."""
     messages: list[Message] = []
     for entry in _entries(path):
+        if entry.get("type") == "compaction":
+            messages.clear()  # the messages that follow it start the conversation anew
+            continue
         if entry.get("type") != "message":
             continue
         try:

@@ -21,7 +21,12 @@ MODES = ["legacy", "auto"]
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    base = Settings(cwd=work.resolve(), state_dir=tmp_path / "state", user_agents_dir=tmp_path / "user-agents")
+    base = Settings(
+        cwd=work.resolve(),
+        state_dir=tmp_path / "state",
+        user_agents_dir=tmp_path / "user-agents",
+        claude_dir=tmp_path / "claude-home",
+    )
     return replace(base, **overrides)
 
 

@@ -66,12 +66,14 @@ async def test_task_reads_a_file_via_the_anthropic_api(tmp_path: Path, fake: Fak
         "Grep",
         "Bash",
         "WebFetch",
+        "WebSearch",
         "TodoWrite",
     }
     tool_result = second["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result" and "remember the milk" in json.dumps(tool_result["content"])
     assert second["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert fake.requests[0]["headers"]["authorization"] == f"Bearer {SECRET}"
+    assert fake.requests[0]["headers"]["x-api-key"] == SECRET
+    assert "authorization" not in fake.requests[0]["headers"]
 
 
 async def test_definition_model_and_task_model_pick_the_model_id(tmp_path: Path, fake: FakeLLM) -> None:
@@ -103,7 +105,7 @@ async def test_provider_failure_is_a_task_error_and_the_server_keeps_serving(tmp
 
     fake.push(*[error(529, message="Overloaded", headers={"retry-after-ms": "1"})] * 3, turn(text("fine now")))
     environ = {"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": fake.url}
-    async with connected(make_settings(tmp_path), environ=environ) as client:
+    async with connected(make_settings(tmp_path, max_retries=2), environ=environ) as client:
         failed = await client.call_tool("Task", TASK)
         recovered = await client.call_tool("Task", TASK)
     assert failed.is_error

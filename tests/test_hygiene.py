@@ -90,7 +90,7 @@ async def test_provider_faults_end_in_a_clear_task_error(
     fast_retry = {"retry-after-ms": "1"}
     steps = {"malformed": [malformed()], "hang": [hang()], "overloaded": [error(529, headers=fast_retry)] * 3}
     fake.push(*steps.get(scenario, []))
-    settings = make_settings(tmp_path, model_deadline=deadline)
+    settings = make_settings(tmp_path, model_deadline=deadline, max_retries=2)
     async with connected(settings, environ={"ANTHROPIC_API_KEY": SECRET, "ANTHROPIC_BASE_URL": url}) as client:
         with anyio.fail_after(20):
             result = await client.call_tool("Task", TASK)

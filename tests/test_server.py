@@ -27,6 +27,7 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
         "resume",
         "run_in_background",
         "max_turns",
+        "effort",
     }
     assert set(task["properties"]["subagent_type"]["enum"]) >= {"general-purpose", "Explore", "Plan", "Bash"}
     assert task["properties"]["model"]["enum"] == ["sonnet", "opus", "haiku", "fable"]

@@ -142,3 +142,17 @@ def test_team_serving_values_are_checked(tmp_path: Path, argv: list[str], compla
         parse(argv, {"HOME": str(tmp_path)})
     with pytest.raises(ConfigError, match="MCP_SUBAGENTS_TRUST_CLIENT_ROOTS: must be"):
         parse([], {"HOME": str(tmp_path), "MCP_SUBAGENTS_TRUST_CLIENT_ROOTS": "maybe"})
+
+
+def test_model_request_limits_and_the_claude_folder(tmp_path: Path) -> None:
+    defaults = parse([], {"HOME": str(tmp_path)})
+    assert (defaults.max_tokens, defaults.compact_threshold, defaults.max_retries) == (None, None, 10)
+    assert defaults.claude_dir == tmp_path / ".claude"
+    settings = parse(
+        ["--max-tokens", "4096", "--compact-threshold", "150000"],
+        {"HOME": str(tmp_path), "MCP_SUBAGENTS_MAX_RETRIES": "0", "CLAUDE_CONFIG_DIR": str(tmp_path / "cc")},
+    )
+    assert (settings.max_tokens, settings.compact_threshold, settings.max_retries) == (4096, 150_000, 0)
+    assert settings.claude_dir == tmp_path / "cc"
+    with pytest.raises(ConfigError, match="--compact-threshold"):
+        parse(["--compact-threshold", "0"], {"HOME": str(tmp_path)})

@@ -3,7 +3,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcp_subagents.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
+from mcp_subagents.messages import (
+    AssistantMessage,
+    ProviderPart,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from mcp_subagents.outcome import RunCounts, TaskOutcome
 from mcp_subagents.permissions.asking import Denial
 from mcp_subagents.redaction import Redactor
@@ -78,3 +87,24 @@ def test_secrets_are_redacted_from_transcript_lines(tmp_path: Path) -> None:
     writer.message(UserMessage(content="my key is sk-abcdefgh"))
     content = (tmp_path / "t.jsonl").read_text(encoding="utf-8")
     assert "sk-abcdefgh" not in content and "[redacted]" in content
+
+
+def test_thinking_context_blocks_and_compactions_survive_a_resume(tmp_path: Path) -> None:
+    path = tmp_path / "t1.jsonl"
+    writer = TranscriptWriter(path)
+    writer.header(HEADER)
+    writer.message(UserMessage(content="go", context=("<system-reminder>rules</system-reminder>",), attachments=("s",)))
+    writer.message(AssistantMessage(parts=(ThinkingPart(text="", signature="sig-1"), TextPart(text="first"))))
+    writer.compaction("SUMMARY", "threshold", 2)
+    restart = UserMessage(content="summary follows", context=("<system-reminder>rules</system-reminder>",))
+    later = AssistantMessage(
+        parts=(
+            ThinkingPart(text="", signature="sig-2"),
+            ProviderPart(provider="anthropic", data={"type": "redacted_thinking", "data": "opaque"}),
+            TextPart(text="after"),
+        )
+    )
+    writer.message(restart)
+    writer.message(later)
+
+    assert read_history(path) == [restart, later]

@@ -12,8 +12,12 @@ from ._coerce import as_object
 
 _FENCE = re.compile(r"---[ \t]*")
 _TOP_LEVEL_SCALAR = re.compile(r"([A-Za-z_][\w-]*):[ \t]+(\S.*?)[ \t]*")
-_SAFE_START = ("'", '"', "[", "{", "|", ">")
-_AWKWARD_START = tuple("@`%&*!,?")
+_BLOCK_SCALAR = re.compile(r"[|>][+-]?\d*")
+_FLOW_START = ("[", "{")
+_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
+"""Characters that make Claude Code quote a plain value before its second parse (its own rule, kept as is)."""
+_AWKWARD_START = tuple(",?")
+_LEADING_TABS = re.compile(r"^\t+", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,9 +60,10 @@ def _load_yaml(yaml_text: str, *, first_line: int, path: Path | None) -> tuple[J
         data = yaml.load(yaml_text, Loader=loader)
     except yaml.YAMLError as exc:
         # Many files in the wild carry one-line descriptions such as `description: Use when... Examples: user: "..."`,
-        # which strict YAML rejects. Retrying with those values quoted loads them; the validator still warns.
+        # which strict YAML rejects. Like Claude Code, retry with such values quoted (and tab indents made spaces);
+        # the validator still warns.
         try:
-            data = yaml.load(_quote_plain_values(yaml_text), Loader=loader)
+            data = yaml.load(_quote_plain_values(_LEADING_TABS.sub(_spaces, yaml_text)), Loader=loader)
         except yaml.YAMLError:
             raise DefinitionError(_describe_yaml_error(exc, first_line), path) from exc
         repaired = _describe_yaml_error(exc, first_line)
@@ -80,10 +85,16 @@ def _describe_yaml_error(exc: Exception, first_line: int) -> str:
     return f"invalid YAML frontmatter: {problem}"
 
 
-def _quote_plain_values(yaml_text: str) -> str:
-    """Double-quote top-level plain values that YAML rejects (`: ` inside, `*` or `@` first, ...).
+def _spaces(match: re.Match[str]) -> str:
+    return "  " * len(match.group(0))
 
-    A plain value continued on indented lines is folded into the one quoted line, as YAML would fold it.
+
+def _quote_plain_values(yaml_text: str) -> str:
+    """Double-quote top-level plain values that YAML rejects (`: ` inside, `*`, `@` or `[` first, ...).
+
+    Quoted values, block scalars (`|`, `>`) and flow collections that parse (`[Read, Grep]`) are left alone; an
+    unbalanced `[Read` becomes the text "[Read", as Claude Code reads it. A plain value continued on indented lines
+    is folded into the one quoted line, as YAML would fold it.
     """
     lines = yaml_text.split("\n")
     out: list[str] = []
@@ -91,7 +102,7 @@ def _quote_plain_values(yaml_text: str) -> str:
     while i < len(lines):
         end = i + 1
         match = _TOP_LEVEL_SCALAR.fullmatch(lines[i])
-        if match is not None and not match.group(2).startswith(_SAFE_START):
+        if match is not None and not _keeps_its_form(match.group(2)):
             while end < len(lines) and lines[end][:1] in (" ", "\t") and lines[end].strip():
                 end += 1
             value = " ".join([match.group(2), *(line.strip() for line in lines[i + 1 : end])])
@@ -105,8 +116,24 @@ def _quote_plain_values(yaml_text: str) -> str:
     return "\n".join(out)
 
 
+def _keeps_its_form(value: str) -> bool:
+    """Quoted text, a block scalar indicator, or a flow collection that parses on its own."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return True
+    if _BLOCK_SCALAR.fullmatch(value):
+        return True
+    if value.startswith(_FLOW_START):
+        import yaml
+
+        try:
+            return isinstance(yaml.safe_load(value), list | dict)
+        except yaml.YAMLError:
+            return False
+    return False
+
+
 def _needs_quotes(value: str) -> bool:
-    return ": " in value or value.endswith(":") or value.startswith(_AWKWARD_START)
+    return _SPECIAL.search(value) is not None or value.endswith(":") or value.startswith(_AWKWARD_START)
 
 
 def has_frontmatter(text: str) -> bool:

@@ -59,6 +59,8 @@ class AgentDefinition:
     """Frontmatter keys the contract does not define, in file order."""
     extra: JsonObject = field(default_factory=lambda: {})
     """Values of the keys that have no field of their own (the unknown ones and `experimental`)."""
+    warnings: tuple[str, ...] = ()
+    """Optional fields whose value could not be used, each dropped (as Claude Code drops it), and why."""
 
     @property
     def agent_name(self) -> str:

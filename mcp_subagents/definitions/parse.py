@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import unicodedata
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..errors import DefinitionError
 from ..messages import JsonObject
+from ..models.base import EFFORT_LEVELS
 from ..models.resolve import MODEL_ALIASES as ALIAS_TO_MODEL_ID
 from ._coerce import as_list, as_object
 from .frontmatter import read_frontmatter
 from .model import AgentDefinition, LoadError, McpServerSpec, MemoryScope, Source
 
-NAME_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-"""Accepted names. The contract asks for lowercase letters, digits and hyphens, but the built-ins are `Explore`,
-`Plan` and `Bash`, so case and underscores are accepted here and only the validator flags them."""
+MAX_NAME_LENGTH: Final = 256
+"""Names are taken as written, as Claude Code takes them (dots, spaces and non-ASCII letters included), except that
+they must not start with `-`, hold `:` (reserved for `plugin:agent` ids), control characters, or pass this length."""
 MODEL_ALIASES: Final = frozenset({*ALIAS_TO_MODEL_ID, "inherit"})
 PERMISSION_MODES: Final = ("default", "acceptEdits", "auto", "dontAsk", "bypassPermissions", "plan")
 MEMORY_SCOPES: Final[tuple[MemoryScope, ...]] = ("user", "project", "local")
+ISOLATION_MODES: Final = ("worktree", "remote")
+COLORS: Final = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")
 DESCRIPTION_FALLBACKS: Final = ("when-to-use", "when_to_use")
 KNOWN_FIELDS: Final = frozenset(
     {
@@ -48,6 +53,8 @@ KNOWN_FIELDS: Final = frozenset(
     }
 )
 _KEPT_IN_EXTRA: Final = frozenset({"experimental"})
+
+T = TypeVar("T")
 
 
 def parse_definition(text: str, *, path: Path | None, source: Source, plugin: str | None = None) -> AgentDefinition:
@@ -135,47 +142,84 @@ def _build(
 ) -> AgentDefinition:
     name = _name(fields, fallback_name)
     unknown = tuple(key for key in fields if key not in KNOWN_FIELDS)
+    lenient = _Lenient(fields)
     return AgentDefinition(
         name=f"{plugin}:{name}" if plugin else name,
         description=_description(fields),
         prompt=body,
         tools=_tool_list(fields, "tools"),
         disallowed_tools=_tool_list(fields, "disallowedTools") or (),
-        model=_model(fields),
-        permission_mode=_permission_mode(fields),
-        max_turns=_positive_int(fields, "maxTurns"),
-        skills=_string_list(fields, "skills"),
-        mcp_servers=_mcp_servers(fields),
+        model=lenient.get("model", _model, "inherit"),
+        permission_mode=lenient.get("permissionMode", _permission_mode, None),
+        max_turns=lenient.get("maxTurns", partial(_positive_int, key="maxTurns"), None),
+        skills=lenient.get("skills", partial(_string_list, key="skills"), ()),
+        mcp_servers=_mcp_servers(fields, lenient.warnings),
         hooks=_mapping(fields, "hooks"),
-        memory=_memory(fields),
-        background=_flag(fields, "background"),
-        effort=_text(fields, "effort"),
-        isolation=_text(fields, "isolation"),
-        color=_text(fields, "color"),
-        initial_prompt=_text(fields, "initialPrompt"),
-        omit_claude_md=_flag(fields, "omitClaudeMd"),
-        critical_reminder=_text(fields, "criticalSystemReminder_EXPERIMENTAL"),
+        memory=lenient.get("memory", _memory, None),
+        background=lenient.get("background", partial(_flag, key="background"), False),
+        effort=lenient.get("effort", _effort, None),
+        isolation=lenient.get("isolation", _isolation, None),
+        color=lenient.get("color", _color, None),
+        initial_prompt=lenient.get("initialPrompt", partial(_text_value, key="initialPrompt"), None),
+        omit_claude_md=lenient.get("omitClaudeMd", partial(_flag, key="omitClaudeMd"), False),
+        critical_reminder=lenient.get(
+            "criticalSystemReminder_EXPERIMENTAL", partial(_text_value, key="criticalSystemReminder_EXPERIMENTAL"), None
+        ),
         permission=_mapping(fields, "permission"),
         source=source,
         path=path,
         plugin=plugin,
         unknown_fields=unknown,
         extra={key: fields[key] for key in (*unknown, *_KEPT_IN_EXTRA) if key in fields},
+        warnings=tuple(lenient.warnings),
     )
+
+
+class _Lenient:
+    """Reads optional fields the way Claude Code does: a bad value drops only that field, with a warning.
+
+    Fields whose loss would widen what the agent may do (`tools`, `disallowedTools`, `hooks`, `permission`) are not
+    read through this: a bad value there rejects the file.
+    """
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        self.fields = fields
+        self.warnings: list[str] = []
+
+    def get(self, key: str, convert: Callable[[Any], T], default: T) -> T:
+        value = self.fields.get(key)
+        if value is None:
+            return default
+        try:
+            return convert(value)
+        except DefinitionError as exc:
+            self.warnings.append(f"{exc.message}; the field is ignored")
+            return default
 
 
 def _name(fields: Mapping[str, Any], fallback: str | None) -> str:
     name = _text(fields, "name")
-    if not name:
+    if name is None or not name.strip():
         if fallback is None:
             raise DefinitionError("missing required field 'name'")
         name = fallback
-    if not NAME_PATTERN.fullmatch(name):
-        raise DefinitionError(
-            f"invalid name {name!r}: use letters, digits, hyphens and underscores, starting with a letter or digit"
-            " (no ':' or spaces)"
-        )
+    name = name.strip()
+    problem = _name_problem(name)
+    if problem is not None:
+        raise DefinitionError(f"invalid name {name!r}: {problem}")
     return name
+
+
+def _name_problem(name: str) -> str | None:
+    if name.startswith("-"):
+        return "names must not start with '-'"
+    if ":" in unicodedata.normalize("NFKC", name):
+        return "names must not contain ':' (it separates a plugin's name from its agent's)"
+    if any(unicodedata.category(char).startswith("C") for char in name):
+        return "names must not contain control characters or line breaks"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"names must be at most {MAX_NAME_LENGTH} characters"
+    return None
 
 
 def _description(fields: Mapping[str, Any]) -> str:
@@ -224,17 +268,15 @@ def _split_outside_parentheses(value: str) -> list[str]:
     return [entry.strip() for entry in entries if entry.strip()]
 
 
-def _model(fields: Mapping[str, Any]) -> str:
-    model = (_text(fields, "model") or "").strip()
+def _model(value: Any) -> str:
+    model = _text_value(value, key="model").strip()
     if not model:
         return "inherit"
     return model.lower() if model.lower() in MODEL_ALIASES else model
 
 
-def _permission_mode(fields: Mapping[str, Any]) -> str | None:
-    mode = _text(fields, "permissionMode")
-    if mode is None:
-        return None
+def _permission_mode(value: Any) -> str:
+    mode = _text_value(value, key="permissionMode").strip()
     if mode == "manual":
         return "default"
     if mode not in PERMISSION_MODES:
@@ -243,10 +285,7 @@ def _permission_mode(fields: Mapping[str, Any]) -> str | None:
     return mode
 
 
-def _positive_int(fields: Mapping[str, Any], key: str) -> int | None:
-    value = fields.get(key)
-    if value is None:
-        return None
+def _positive_int(value: Any, *, key: str) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -254,10 +293,7 @@ def _positive_int(fields: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
-def _string_list(fields: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = fields.get(key)
-    if value is None:
-        return ()
+def _string_list(value: Any, *, key: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(_split_outside_parentheses(value))
     items = as_list(value)
@@ -266,7 +302,9 @@ def _string_list(fields: Mapping[str, Any], key: str) -> tuple[str, ...]:
     raise DefinitionError(f"{key} must be a comma-separated string or a list of names")
 
 
-def _mcp_servers(fields: Mapping[str, Any]) -> tuple[McpServerSpec, ...]:
+def _mcp_servers(fields: Mapping[str, Any], warnings: list[str]) -> tuple[McpServerSpec, ...]:
+    """Server names and inline servers; a bad entry (or a bad field) is dropped with a warning, as Claude Code
+    drops it."""
     value = fields.get("mcpServers")
     if value is None:
         return ()
@@ -277,15 +315,19 @@ def _mcp_servers(fields: Mapping[str, Any]) -> tuple[McpServerSpec, ...]:
         # The `.mcp.json` shape `{name: config, ...}`: one inline server per key.
         return tuple({name: config} for name, config in servers.items())
     items = as_list(value)
-    if items is not None:
-        specs: list[McpServerSpec] = []
-        for item in items:
-            spec = item if isinstance(item, str) else as_object(item)
-            if spec is None:
-                raise DefinitionError("mcpServers entries must be server names or {name: config} mappings")
+    if items is None:
+        warnings.append("mcpServers must be a list of server names or {name: config} mappings; the field is ignored")
+        return ()
+    specs: list[McpServerSpec] = []
+    for item in items:
+        spec = item if isinstance(item, str) else as_object(item)
+        if spec is None:
+            warnings.append(
+                f"mcpServers entry {item!r} is neither a server name nor a {{name: config}} mapping; it is ignored"
+            )
+        else:
             specs.append(spec)
-        return tuple(specs)
-    raise DefinitionError("mcpServers must be a list of server names or {name: config} mappings")
+    return tuple(specs)
 
 
 def _mapping(fields: Mapping[str, Any], key: str) -> JsonObject | None:
@@ -298,20 +340,41 @@ def _mapping(fields: Mapping[str, Any], key: str) -> JsonObject | None:
     return mapping
 
 
-def _memory(fields: Mapping[str, Any]) -> MemoryScope | None:
-    value = _text(fields, "memory")
-    if value is None:
-        return None
+def _memory(value: Any) -> MemoryScope:
+    text = _text_value(value, key="memory").strip()
     for scope in MEMORY_SCOPES:
-        if value == scope:
+        if text == scope:
             return scope
-    raise DefinitionError(f"invalid memory {value!r}; allowed: {', '.join(MEMORY_SCOPES)}")
+    raise DefinitionError(f"invalid memory {text!r}; allowed: {', '.join(MEMORY_SCOPES)}")
 
 
-def _flag(fields: Mapping[str, Any], key: str) -> bool:
-    value = fields.get(key)
-    if value is None:
-        return False
+def _effort(value: Any) -> str:
+    """A level (`low` ... `max`) or an integer, as Claude Code accepts them."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    text = _text_value(value, key="effort").strip()
+    if text.lower() in EFFORT_LEVELS:
+        return text.lower()
+    if re.fullmatch(r"[+-]?\d+", text):
+        return text
+    raise DefinitionError(f"invalid effort {text!r}; allowed: {', '.join(EFFORT_LEVELS)} or an integer")
+
+
+def _isolation(value: Any) -> str:
+    text = _text_value(value, key="isolation").strip()
+    if text not in ISOLATION_MODES:
+        raise DefinitionError(f"invalid isolation {text!r}; allowed: {', '.join(ISOLATION_MODES)}")
+    return text
+
+
+def _color(value: Any) -> str:
+    text = _text_value(value, key="color").strip()
+    if text.lower() not in COLORS:
+        raise DefinitionError(f"invalid color {text!r}; allowed: {', '.join(COLORS)}")
+    return text.lower()
+
+
+def _flag(value: Any, *, key: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -320,9 +383,13 @@ def _flag(fields: Mapping[str, Any], key: str) -> bool:
 
 
 def _text(fields: Mapping[str, Any], key: str) -> str | None:
-    """A text field; YAML numbers and dates (`effort: 3`, `name: 2024`) are taken as written."""
+    """A text field; YAML numbers and dates (`name: 2024`) are taken as written."""
     value = fields.get(key)
-    if value is None or isinstance(value, str):
+    return None if value is None else _text_value(value, key=key)
+
+
+def _text_value(value: Any, *, key: str) -> str:
+    if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -8,6 +8,7 @@ same name. Deny rules (`Task(X)` / `Agent(X)` in `permissions.deny`) then remove
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -23,7 +24,9 @@ from .frontmatter import has_frontmatter
 from .model import AgentDefinition, LoadError, Source
 from .parse import parse_definition, parse_json_agents
 
-__all__ = ["Catalog", "CatalogLoader", "DefinitionSources", "LoadError", "builtin_agents_dir"]
+__all__ = ["Catalog", "CatalogLoader", "DefinitionSources", "LoadError", "builtin_agents_dir", "plugin_folders"]
+
+logger = logging.getLogger(__name__)
 
 _DENY_RULE = re.compile(r"\s*(?:Task|Agent)\s*\(\s*(.+?)\s*\)\s*")
 _PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -288,9 +291,12 @@ def _parse_file(path: str, source: Source, plugin: str | None) -> _FileOutcome:
     if not isinstance(text, str):
         return text
     try:
-        return parse_definition(text, path=Path(path), source=source, plugin=plugin)
+        definition = parse_definition(text, path=Path(path), source=source, plugin=plugin)
     except DefinitionError as exc:
         return LoadError(path, exc.message)
+    for warning in definition.warnings:  # once per change of the file: unchanged files are not parsed again
+        logger.warning("agent file %s: %s", path, warning)
+    return definition
 
 
 def _read_json(path: str) -> JsonObject | LoadError:
@@ -344,6 +350,20 @@ def markdown_files(root: str) -> list[tuple[str, _Signature]]:
     return found
 
 
+def plugin_folders(folder: Path) -> list[tuple[str, Path]]:
+    """(plugin name, plugin root) of `folder` itself or of its plugin subfolders; plugins whose manifest is broken
+    or whose name is invalid are left out (the catalog reports them)."""
+    found: list[tuple[str, Path]] = []
+    for root in _plugin_roots(folder):
+        manifest = _read_json(os.path.join(root, _MANIFEST)) if os.path.isfile(os.path.join(root, _MANIFEST)) else {}
+        if isinstance(manifest, LoadError):
+            continue
+        name = manifest.get("name") or os.path.basename(root)
+        if isinstance(name, str) and _PLUGIN_NAME.fullmatch(name):
+            found.append((name, Path(root)))
+    return found
+
+
 def _plugin_roots(folder: Path) -> list[str]:
     """`folder` itself when it is a plugin, else its subfolders that are plugins, sorted by name."""
     root = os.fspath(folder)
@@ -357,7 +377,9 @@ def _plugin_roots(folder: Path) -> list[str]:
 
 
 def _is_plugin(folder: str) -> bool:
-    return os.path.isfile(os.path.join(folder, _MANIFEST)) or os.path.isdir(os.path.join(folder, "agents"))
+    return os.path.isfile(os.path.join(folder, _MANIFEST)) or any(
+        os.path.isdir(os.path.join(folder, part)) for part in ("agents", "skills")
+    )
 
 
 def _same_folder(first: str | Path, second: str | Path) -> bool:

@@ -1,7 +1,8 @@
 """Check agent files the way `mcp-subagents agents validate PATH...` reports them.
 
 Errors mean the file does not load or cannot run as written. Warnings mean it loads but something is ignored or
-left out here (Claude Code-only tools, unknown fields, a missing name, YAML that only loads after repair).
+left out here (Claude Code-only tools, unknown fields, a bad optional value, fields that have no effect here, a
+missing name, YAML that only loads after repair).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
 from ..errors import DefinitionError
-from ..tools import AGENT_TOOLS
+from ..tools import AGENT_TOOLS, PER_RUN_TOOL_NAMES
 from .frontmatter import read_frontmatter
 from .model import AgentDefinition, LoadError, tool_base_name
-from .parse import DESCRIPTION_FALLBACKS, MODEL_ALIASES, build_definition
+from .parse import DESCRIPTION_FALLBACKS, EFFORT_LEVELS, MODEL_ALIASES, build_definition
 from .sources import markdown_files, read_definition_text
 
 Severity: TypeAlias = Literal["error", "warning"]
@@ -40,7 +41,6 @@ CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
         "NotebookRead",
         "ReadMcpResourceTool",
         "SendMessage",
-        "Skill",
         "SlashCommand",
         "TaskCreate",
         "TaskGet",
@@ -51,11 +51,21 @@ CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
         "TeamCreate",
         "TeamDelete",
         "ToolSearch",
-        "WebSearch",
     }
 )
 """Tools Claude Code has and this server does not: named as unavailable rather than unknown."""
-EFFORT_LEVELS: Final = ("low", "medium", "high", "xhigh", "max")
+NO_EFFECT_HERE: Final = {
+    "hooks": "hooks are not run by this server yet: the agent's hook commands are ignored",
+    "mcpServers": "mcpServers are not started by this server yet: their tools are unavailable to the agent",
+    "isolation": "isolation is not supported by this server yet: the agent works in the project's own checkout",
+    "initialPrompt": "initialPrompt only applies when Claude Code runs an agent as its main session; ignored here",
+    "color": "color is only shown in Claude Code's interface; it has no effect here",
+}
+"""Fields that load but change nothing here, and what that means for the user."""
+WEB_SEARCH_NOTE: Final = (
+    "tool 'WebSearch' uses the Anthropic API's server-side web search: it is offered only with the Anthropic "
+    "provider and left out with an OpenAI-compatible one"
+)
 _FIELD_HINTS: Final = {
     "allowedTools": "tools",
     "allowed-tools": "tools",
@@ -135,6 +145,7 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
         problems.append(Problem(path, message, "warning"))
 
     fields = frontmatter.fields
+    problems.extend(Problem(path, message, "warning") for message in definition.warnings)
     if frontmatter.yaml_repaired:
         warn(f"{frontmatter.yaml_repaired}; loaded anyway by quoting the value. Quote it: strict parsers reject it")
     if not fields.get("name"):
@@ -157,9 +168,13 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
     if not definition.prompt:
         warn("empty body: the agent has no system prompt")
     if definition.effort is not None and definition.effort not in EFFORT_LEVELS:
-        warn(f"effort {definition.effort!r} is not one of {', '.join(EFFORT_LEVELS)}")
-    if definition.isolation is not None and definition.isolation != "worktree":
-        warn(f"isolation {definition.isolation!r} is not supported; the only value is 'worktree'")
+        warn(
+            f"effort {definition.effort} is a number, which Claude Code keeps for its own use; providers take only "
+            f"the levels {', '.join(EFFORT_LEVELS)}, so the default 'medium' is sent"
+        )
+    for key, note in NO_EFFECT_HERE.items():
+        if fields.get(key) not in (None, "", [], {}):
+            warn(note)
     return definition, problems
 
 
@@ -169,6 +184,8 @@ def _tool_messages(definition: AgentDefinition, known_tools: Collection[str]) ->
         base = tool_base_name(entry)
         if base in NEVER_GRANTED:
             messages.append(f"tool {entry!r} is never granted to subagents (no nesting); it is left out")
+        elif base == "WebSearch":
+            messages.append(WEB_SEARCH_NOTE)
         elif base in CLAUDE_CODE_ONLY_TOOLS and base not in known_tools:
             messages.append(f"tool {entry!r} exists only in Claude Code and is unavailable here; it is left out")
         elif not _is_recognised(entry, known_tools):
@@ -182,7 +199,7 @@ def _tool_messages(definition: AgentDefinition, known_tools: Collection[str]) ->
 
 def _is_recognised(entry: str, known_tools: Collection[str]) -> bool:
     base = tool_base_name(entry)
-    return base in known_tools or base in NEVER_GRANTED or base.startswith("mcp__")
+    return base in known_tools or base in PER_RUN_TOOL_NAMES or base in NEVER_GRANTED or base.startswith("mcp__")
 
 
 def _is_plausible_model(model: str) -> bool:

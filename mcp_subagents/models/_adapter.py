@@ -1,27 +1,42 @@
 """What the provider adapters share: settings, a lazily built SDK client, the fault policy and the error wording.
 
-Fault policy: the SDK retries 408/409/429/5xx and connection errors itself (`max_retries`). An error that arrives in
-the middle of a stream is not retried by the SDK, so the adapter retries it (`stream_error_retries`) unless its type
-says a retry cannot help. One overall `deadline` bounds all of it. Whatever is left is raised as `ModelAPIError`.
+Fault policy, as Claude Code waits out busy periods: 408/409/429/5xx answers, connection errors, timeouts and an
+error in the middle of a stream are retried up to `max_retries` times (10), with exponential backoff from
+`retry_backoff` (0.5 s) up to `max_backoff` (32 s) plus up to a quarter more at random. A `retry-after` (or
+`retry-after-ms`) the provider sends is waited instead, and `x-should-retry` is obeyed. One overall `deadline` bounds
+all of it: when the next wait would pass it, the last error is raised at once. The SDKs' own retries are off.
+Whatever is left is raised as `ModelAPIError` (`PromptTooLongError` when the input does not fit the context window).
 
 No provider SDK is imported here: each adapter names its own SDK's client and exception classes.
 """
 
 from __future__ import annotations
 
+import email.utils
+import logging
+import random
+import re
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import ClassVar, Generic, Protocol, TypedDict, TypeVar
 
 import anyio
 import httpx2
 
-from ..errors import ModelAPIError
+from ..errors import ModelAPIError, PromptTooLongError
 from ..redaction import Redactor
 from .base import ModelRequest, ModelResponse
 
-_MAX_BACKOFF = 4.0
+logger = logging.getLogger(__name__)
+
 _CONNECT_TIMEOUT = 10.0
+_JITTER = 0.25
+_PROMPT_TOO_LONG = re.compile(
+    r"prompt is too long|input length and `?max_tokens`? exceed context limit|context_length_exceeded"
+    r"|maximum context length|exceeds the (?:available )?context (?:size|window)",
+    re.IGNORECASE,
+)
 # Error types that a retry cannot fix, even when they arrive mid-stream.
 _FATAL_ERROR_TYPES = frozenset(
     {"invalid_request_error", "authentication_error", "permission_error", "not_found_error", "billing_error"}
@@ -76,12 +91,12 @@ class SdkAdapter(ABC, Generic[ClientT]):
         *,
         api_key: str,
         base_url: str | None = None,
-        max_retries: int = 2,
+        max_retries: int = 10,
         request_timeout: float = 600.0,
         deadline: float = 900.0,
-        stream_error_retries: int = 2,
         strict_validation: bool = False,
-        stream_error_backoff: float = 0.5,
+        retry_backoff: float = 0.5,
+        max_backoff: float = 32.0,
     ) -> None:
         self._api_key = api_key
         self._redact = Redactor((api_key,))
@@ -89,8 +104,8 @@ class SdkAdapter(ABC, Generic[ClientT]):
         self._max_retries = max_retries
         self._request_timeout = request_timeout
         self._deadline = deadline
-        self._stream_error_retries = stream_error_retries
-        self._stream_error_backoff = stream_error_backoff
+        self._retry_backoff = retry_backoff
+        self._max_backoff = max_backoff
         self._strict_validation = strict_validation
         self._client: ClientT | None = None
 
@@ -102,15 +117,40 @@ class SdkAdapter(ABC, Generic[ClientT]):
     async def request(self, request: ModelRequest, /) -> ModelResponse:
         try:
             with anyio.fail_after(self._deadline):
-                return await self._request(request)
+                return await self._retrying(request)
         except TimeoutError:
             raise ModelAPIError(
                 f"{self._api} request timed out after {self._deadline:g} s (deadline over all retries)", retryable=True
             ) from None
 
+    async def _retrying(self, request: ModelRequest) -> ModelResponse:
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                return await self._request(request)
+            except ModelAPIError as exc:
+                if not exc.retryable or attempt >= self._max_retries:
+                    raise
+                wait = exc.retry_after if exc.retry_after is not None else self._backoff(attempt)
+                if time.monotonic() - started + wait >= self._deadline:
+                    raise type(exc)(
+                        f"{exc.message} (gave up after {attempt + 1} attempt(s): waiting {wait:.1f} s more would pass "
+                        f"the {self._deadline:g} s deadline)",
+                        status_code=exc.status_code,
+                        retryable=True,
+                    ) from None
+                attempt += 1
+                logger.info("%s; retry %d of %d in %.1f s", exc.message, attempt, self._max_retries, wait)
+                await anyio.sleep(wait)
+
+    def _backoff(self, attempt: int) -> float:
+        delay = min(self._retry_backoff * 2**attempt, self._max_backoff)
+        return delay * (1 + random.random() * _JITTER)
+
     @abstractmethod
     async def _request(self, request: ModelRequest) -> ModelResponse:
-        """The whole request, without the deadline; streams go through `_retrying_broken_streams`."""
+        """The whole request, without the deadline; each attempt goes through `_converting_errors`."""
 
     @abstractmethod
     def _open_client(self) -> ClientT:
@@ -125,6 +165,10 @@ class SdkAdapter(ABC, Generic[ClientT]):
     def _provider_error(self, exc: Exception, *, mid_stream: bool) -> ModelAPIError | None:
         """`exc` as a `ModelAPIError` if the provider answered it (error status, error event, malformed body)."""
 
+    def _credential_variable(self) -> str:
+        """The environment variable the key came from, named when the provider rejects it."""
+        return self._key_variable
+
     def _client_for_request(self) -> ClientT:
         if self._client is None:
             self._client = self._open_client()
@@ -134,26 +178,21 @@ class SdkAdapter(ABC, Generic[ClientT]):
         return ClientOptions(
             api_key=self._api_key,
             base_url=self._base_url,
-            max_retries=self._max_retries,
+            max_retries=0,
             timeout=httpx2.Timeout(self._request_timeout, connect=min(_CONNECT_TIMEOUT, self._request_timeout)),
             _strict_response_validation=self._strict_validation,
         )
 
-    async def _retrying_broken_streams(self, stream: Callable[[], Awaitable[T]]) -> T:
-        """`stream()`, started again with a backoff while it breaks part-way; any SDK error as a `ModelAPIError`."""
-        attempt = 0
-        while True:
-            try:
-                return await stream()
-            except StreamBroken as broken:
-                if attempt >= self._stream_error_retries or self._error_type(broken.cause) in _FATAL_ERROR_TYPES:
-                    raise self._error(broken.cause, mid_stream=True) from None
-                await anyio.sleep(min(self._stream_error_backoff * 2**attempt, _MAX_BACKOFF))
-                attempt += 1
-            except self._sdk_error as exc:
-                raise self._error(exc) from None
-            except ValueError as exc:  # broken JSON in the body, or tool input the SDK cannot parse even partially
-                raise self._make(f"{self._api} sent a stream that could not be parsed: {exc}", None, True) from None
+    async def _converting_errors(self, stream: Callable[[], Awaitable[T]]) -> T:
+        """`stream()`, with any SDK error (or a stream broken part-way) raised as a `ModelAPIError`."""
+        try:
+            return await stream()
+        except StreamBroken as broken:
+            raise self._error(broken.cause, mid_stream=True) from None
+        except self._sdk_error as exc:
+            raise self._error(exc) from None
+        except ValueError as exc:  # broken JSON in the body, or tool input the SDK cannot parse even partially
+            raise self._make(f"{self._api} sent a stream that could not be parsed: {exc}", None, False) from None
 
     def _error(self, exc: Exception, *, mid_stream: bool = False) -> ModelAPIError:
         answered = self._provider_error(exc, mid_stream=mid_stream)
@@ -168,31 +207,72 @@ class SdkAdapter(ABC, Generic[ClientT]):
             return self._make(f"Could not connect to the {self._api} at {self._url()}: {_cause(exc)}", None, True)
         return self._make(f"{self._api} call failed: {exc}", None, False)
 
-    def _status_error(self, status: int, error_type: str | None, detail: str, request_id: str | None) -> ModelAPIError:
+    def _status_error(
+        self,
+        status: int,
+        error_type: str | None,
+        detail: str,
+        request_id: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> ModelAPIError:
         kind = f" {error_type}" if error_type else ""
         request = f" (request {request_id})" if request_id else ""
         if status == 401:
-            message = f"{self._api} rejected the API key (401{kind}: {detail}){request}. Check {self._key_variable}."
+            message = (
+                f"{self._api} rejected the API key (401{kind}: {detail}){request}. Check {self._credential_variable()}."
+            )
         elif status in (400, 403, 404, 413, 422):
             message = f"{self._api} rejected the request ({status}{kind}: {detail}){request}"
         else:
             message = f"{self._api} error {status}{kind}: {detail}{request}"
-        return self._make(message, status, status in (408, 409, 429) or status >= 500)
+        if status in (400, 413) and _PROMPT_TOO_LONG.search(f"{error_type} {detail}"):
+            return PromptTooLongError(self._redact(message), status_code=status)
+        should_retry, retry_after = retry_hints(headers or {})
+        retryable = should_retry if should_retry is not None else status in (408, 409, 429) or status >= 500
+        return self._make(message, status, retryable, retry_after)
 
     def _stream_error(self, error_type: str | None, detail: str, request_id: str | None = None) -> ModelAPIError:
         kind = f" {error_type}" if error_type else ""
         request = f" (request {request_id})" if request_id else ""
         message = f"{self._api} stream error{kind}: {detail}{request}"
+        if _PROMPT_TOO_LONG.search(detail):
+            return PromptTooLongError(self._redact(message))
         return self._make(message, None, error_type not in _FATAL_ERROR_TYPES)
 
     def _malformed_response(self, detail: str, status_code: int) -> ModelAPIError:
         return self._make(f"{self._api} returned a malformed response: {detail}", status_code, False)
 
-    def _make(self, message: str, status_code: int | None, retryable: bool) -> ModelAPIError:
-        return ModelAPIError(self._redact(message), status_code=status_code, retryable=retryable)
+    def _make(
+        self, message: str, status_code: int | None, retryable: bool, retry_after: float | None = None
+    ) -> ModelAPIError:
+        return ModelAPIError(
+            self._redact(message), status_code=status_code, retryable=retryable, retry_after=retry_after
+        )
 
     def _url(self) -> str:
         return str(self._client.base_url) if self._client is not None else (self._base_url or "the default URL")
+
+
+def retry_hints(headers: Mapping[str, str]) -> tuple[bool | None, float | None]:
+    """What an error response says about retrying: `x-should-retry` (None when absent) and the wait it asks for in
+    `retry-after-ms` or `retry-after` (seconds or an HTTP date; None when absent or unreadable)."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    should = lowered.get("x-should-retry", "").strip().lower()
+    should_retry = True if should == "true" else False if should == "false" else None
+    wait: float | None = None
+    try:
+        if "retry-after-ms" in lowered:
+            wait = float(lowered["retry-after-ms"]) / 1000
+        elif "retry-after" in lowered:
+            raw = lowered["retry-after"].strip()
+            try:
+                wait = float(raw)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(raw)
+                wait = when.timestamp() - time.time()
+    except (ValueError, TypeError, OverflowError):
+        wait = None
+    return should_retry, None if wait is None else max(0.0, wait)
 
 
 def _cause(exc: BaseException) -> str:

@@ -1,7 +1,13 @@
-"""The Anthropic Messages API adapter: streaming, prompt caching, and one deadline over every retry.
+"""The Anthropic Messages API adapter: streaming, prompt caching, adaptive thinking and effort, the server-side web
+search, and one deadline over every retry.
 
-Fault policy as in `_adapter` (the SDK's own retries cover 529 overloaded too); what breaks a stream part-way is an
-SSE `error` event or a dropped connection.
+Fault policy as in `_adapter`; what breaks a stream part-way is an SSE `error` event or a dropped connection.
+
+The key goes out as `x-api-key`, as Claude Code sends it (gateways behind `ANTHROPIC_BASE_URL` may read only that
+header); a token from `ANTHROPIC_AUTH_TOKEN` goes out as `Authorization: Bearer`.
+
+Thinking blocks (with their signatures), redacted thinking and server tool blocks are kept on the assistant message
+and sent back unchanged, as the API requires for a turn that continues after a tool call.
 
 `pause_turn` (only server-side tools pause a turn) is continued by sending the paused content back as the assistant
 turn and asking again, up to `_MAX_PAUSE_CONTINUATIONS` times; a turn still paused after that ends as `end_turn`.
@@ -16,13 +22,16 @@ import anthropic
 import httpx2
 from anthropic.types import Message as APIMessage
 from anthropic.types import MessageParam, TextBlockParam, ToolParam
+from typing_extensions import override
 
 from ..errors import ModelAPIError
 from ..messages import (
     AssistantMessage,
     AssistantPart,
     Message,
+    ProviderPart,
     TextPart,
+    ThinkingPart,
     ToolCall,
     ToolDefinition,
     ToolResultMessage,
@@ -30,7 +39,7 @@ from ..messages import (
     UserMessage,
 )
 from ._adapter import SdkAdapter, StreamBroken
-from .base import ModelRequest, ModelResponse, StopReason
+from .base import ModelRequest, ModelResponse, SearchResult, StopReason
 
 _MAX_PAUSE_CONTINUATIONS = 3
 _EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
@@ -54,21 +63,40 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
     _sdk_timeout_error = anthropic.APITimeoutError
     _sdk_connection_error = anthropic.APIConnectionError
 
+    def __init__(self, *, bearer: bool = False, **options: Any) -> None:
+        """`bearer`: the key is an `ANTHROPIC_AUTH_TOKEN`, sent as `Authorization: Bearer` instead of `x-api-key`."""
+        super().__init__(**options)
+        self._bearer = bearer
+
     @property
     def provider(self) -> str:
         return "anthropic"
 
     def _open_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(**self._client_options())
+        options = self._client_options()
+        if self._bearer:
+            return anthropic.AsyncAnthropic(
+                auth_token=options["api_key"],
+                base_url=options["base_url"],
+                max_retries=options["max_retries"],
+                timeout=options["timeout"],
+                _strict_response_validation=options["_strict_response_validation"],
+            )
+        return _ApiKeyHeaderClient(**options)
+
+    def _credential_variable(self) -> str:
+        return "ANTHROPIC_AUTH_TOKEN" if self._bearer else self._key_variable
 
     async def _request(self, request: ModelRequest) -> ModelResponse:
         messages = to_anthropic_messages(request.messages)
         parts: list[AssistantPart] = []
         usage = Usage()
         message: APIMessage | None = None
+        results: list[SearchResult] = []
         for _ in range(_MAX_PAUSE_CONTINUATIONS + 1):
-            message = await self._retrying_broken_streams(partial(self._stream_once, request, messages))
+            message = await self._converting_errors(partial(self._stream_once, request, messages))
             parts += _parts(message)
+            results += _search_results(message)
             usage += _usage(message)
             if message.stop_reason != "pause_turn":
                 break
@@ -83,6 +111,7 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
             usage=usage,
             model_name=message.model,
             refusal_explanation=explanation or "",
+            search_results=tuple(results),
         )
 
     async def _stream_once(self, request: ModelRequest, messages: list[MessageParam]) -> APIMessage:
@@ -90,9 +119,12 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
         system: list[TextBlockParam] | anthropic.Omit = anthropic.omit
         if request.system:
             system = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
-        tools: list[ToolParam] | anthropic.Omit = to_anthropic_tools(request.tools) or anthropic.omit
         async with client.messages.stream(
-            model=request.model, max_tokens=request.max_tokens, system=system, tools=tools, messages=messages
+            model=request.model,
+            max_tokens=request.max_tokens,
+            system=system,
+            messages=messages,
+            **_options(request),
         ) as stream:
             try:
                 return await stream.get_final_message()
@@ -110,10 +142,45 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
             detail = exc.api_message or _body_text(exc.body) or exc.message
             if mid_stream:
                 return self._stream_error(exc.type, detail, exc.request_id)
-            return self._status_error(exc.status_code, exc.type, detail, exc.request_id)
+            return self._status_error(exc.status_code, exc.type, detail, exc.request_id, exc.response.headers)
         if isinstance(exc, anthropic.APIResponseValidationError):
             return self._malformed_response(exc.message, exc.status_code)
         return None
+
+
+class _ApiKeyHeaderClient(anthropic.AsyncAnthropic):
+    """The SDK client, sending the key as `x-api-key` (the SDK's own choice for `api_key` is a Bearer header)."""
+
+    @property
+    @override
+    def _api_key_auth(self) -> dict[str, str]:
+        return {} if self.api_key is None else {"X-Api-Key": self.api_key}
+
+
+def _options(request: ModelRequest) -> dict[str, Any]:
+    """The optional request fields: tools (with the server-side web search), thinking, effort and tool choice."""
+    options: dict[str, Any] = {}
+    tools: list[Any] = list(to_anthropic_tools(request.tools))
+    if request.web_search is not None:
+        search: dict[str, Any] = {
+            "type": "web_search_20250305",
+            "name": "web_search",
+            "max_uses": request.web_search.max_uses,
+        }
+        if request.web_search.allowed_domains:
+            search["allowed_domains"] = list(request.web_search.allowed_domains)
+        if request.web_search.blocked_domains:
+            search["blocked_domains"] = list(request.web_search.blocked_domains)
+        tools.append(search)
+    if tools:
+        options["tools"] = tools
+        if request.tool_choice == "none":
+            options["tool_choice"] = {"type": "none"}
+    if request.thinking:
+        options["thinking"] = {"type": "adaptive", "display": "omitted"}
+    if request.effort is not None:
+        options["output_config"] = {"effort": request.effort}
+    return options
 
 
 def to_anthropic_tools(tools: tuple[ToolDefinition, ...]) -> list[ToolParam]:
@@ -147,15 +214,19 @@ def to_anthropic_messages(messages: tuple[Message, ...]) -> list[MessageParam]:
 
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     if isinstance(message, UserMessage):
-        return "user", [{"type": "text", "text": message.content}] if message.content else []
+        return "user", [{"type": "text", "text": block} for block in message.blocks]
     if isinstance(message, AssistantMessage):
         blocks: list[dict[str, Any]] = []
         for part in message.parts:
             if isinstance(part, TextPart):
                 if part.text:
                     blocks.append({"type": "text", "text": part.text})
-            else:
+            elif isinstance(part, ToolCall):
                 blocks.append({"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments})
+            elif isinstance(part, ThinkingPart):
+                blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+            elif part.provider == "anthropic":
+                blocks.append(dict(part.data))
         return "assistant", blocks
     results: ToolResultMessage = message
     return "user", [
@@ -169,7 +240,11 @@ def _parts(message: APIMessage) -> list[AssistantPart]:
     for block in message.content:
         if block.type == "text":
             parts.append(TextPart(text=block.text))
-        elif block.type == "tool_use":
+        elif block.type == "thinking":
+            parts.append(ThinkingPart(text=block.thinking, signature=block.signature))
+        elif block.type != "tool_use":
+            parts.append(ProviderPart(provider="anthropic", data=block.to_dict(mode="json", exclude_none=True)))
+        else:
             # A stream cut off by max_tokens leaves a partially parsed input, which may not even be an object.
             arguments = cast(object, block.input)
             parts.append(
@@ -180,6 +255,14 @@ def _parts(message: APIMessage) -> list[AssistantPart]:
                 )
             )
     return parts
+
+
+def _search_results(message: APIMessage) -> list[SearchResult]:
+    results: list[SearchResult] = []
+    for block in message.content:
+        if block.type == "web_search_tool_result" and isinstance(block.content, list):
+            results += [SearchResult(title=hit.title, url=hit.url) for hit in block.content]
+    return results
 
 
 def _usage(message: APIMessage) -> Usage:

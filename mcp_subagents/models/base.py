@@ -8,6 +8,24 @@ from typing import Literal, Protocol, TypeAlias
 from ..messages import AssistantPart, Message, ToolDefinition, Usage
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence", "context_window"]
+EffortLevel: TypeAlias = Literal["low", "medium", "high", "xhigh", "max"]
+EFFORT_LEVELS: tuple[EffortLevel, ...] = ("low", "medium", "high", "xhigh", "max")
+"""Claude Code's effort levels, lowest first."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebSearchOptions:
+    """The provider's own web search, offered to the model for this request (Anthropic's server-side tool)."""
+
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    max_uses: int = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    title: str
+    url: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -18,6 +36,13 @@ class ModelRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolDefinition, ...]
     max_tokens: int = 16384
+    thinking: bool = False
+    """Let the model think before it answers, as much as it judges useful (adaptive thinking)."""
+    effort: EffortLevel | None = None
+    """How much effort to spend; None sends no effort setting at all."""
+    tool_choice: Literal["auto", "none"] = "auto"
+    """`none`: the tools are described (the history may hold calls to them) but the model must answer in text."""
+    web_search: WebSearchOptions | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,6 +52,8 @@ class ModelResponse:
     usage: Usage = field(default_factory=Usage)
     model_name: str = ""
     refusal_explanation: str = ""
+    search_results: tuple[SearchResult, ...] = ()
+    """Pages the provider's web search found while answering, in the order it reported them."""
 
 
 class Model(Protocol):

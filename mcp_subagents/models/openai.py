@@ -2,6 +2,10 @@
 
 Fault policy as in `_adapter`; what breaks a stream part-way is an `{"error": ...}` chunk or a dropped connection.
 
+What maps from the Anthropic features: an effort level becomes `reasoning_effort` (same five names); `tool_choice`
+none maps. What does not: adaptive thinking (reasoning models think on their own; nothing is sent), thinking blocks
+(left out of the history) and the server-side web search (the WebSearch tool is not offered with this provider).
+
 Tool-call arguments that are not a JSON object become `{INVALID_JSON_KEY: raw_text}`: the loop's schema validation
 then rejects the call with a readable message the model can act on, and the raw text goes back to the endpoint
 unchanged in the conversation history.
@@ -58,7 +62,7 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
     async def _request(self, request: ModelRequest) -> ModelResponse:
         messages = to_openai_messages(request.system, request.messages)
         tools = to_openai_tools(request.tools)
-        return await self._retrying_broken_streams(partial(self._stream_once, request, messages, tools))
+        return await self._converting_errors(partial(self._stream_once, request, messages, tools))
 
     async def _stream_once(
         self,
@@ -70,6 +74,8 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
             model=request.model,
             messages=messages,
             tools=tools or openai.omit,
+            tool_choice="none" if tools and request.tool_choice == "none" else openai.omit,
+            reasoning_effort=request.effort if request.effort is not None else openai.omit,
             max_tokens=request.max_tokens,
             stream=True,
             stream_options={"include_usage": True},
@@ -94,7 +100,8 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
             assert isinstance(exc, openai.APIError)
             return self._stream_error(exc.type, exc.message)
         if isinstance(exc, openai.APIStatusError):
-            return self._status_error(exc.status_code, exc.type, _detail(exc.body) or exc.message, exc.request_id)
+            detail = _detail(exc.body) or exc.message
+            return self._status_error(exc.status_code, exc.type, detail, exc.request_id, exc.response.headers)
         if isinstance(exc, openai.APIResponseValidationError):
             return self._malformed_response(exc.message, exc.status_code)
         return None
@@ -192,7 +199,7 @@ def to_openai_messages(system: str, messages: tuple[Message, ...]) -> list[ChatC
     result: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     for message in messages:
         if isinstance(message, UserMessage):
-            result.append({"role": "user", "content": message.content})
+            result.append({"role": "user", "content": "\n\n".join(message.blocks)})
         elif isinstance(message, AssistantMessage):
             entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:

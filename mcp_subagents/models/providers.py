@@ -27,6 +27,8 @@ class ProviderConfig:
     name: ProviderName
     api_key: str
     base_url: str | None
+    bearer: bool = False
+    """The key is an `ANTHROPIC_AUTH_TOKEN`: sent as `Authorization: Bearer`, not as `x-api-key`."""
 
     def __repr__(self) -> str:
         return f"ProviderConfig(name={self.name!r}, base_url={self.base_url!r}, api_key=<hidden>)"
@@ -38,12 +40,15 @@ def provider_config(requested: str | None, environ: Mapping[str, str]) -> Provid
     Raises:
         ConfigError: the requested provider lacks the variable it needs.
     """
-    anthropic_key = environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN")
+    api_key, auth_token = environ.get("ANTHROPIC_API_KEY"), environ.get("ANTHROPIC_AUTH_TOKEN")
+    anthropic_key = api_key or auth_token
     openai_url, openai_key = environ.get("OPENAI_BASE_URL"), environ.get("OPENAI_API_KEY")
     if requested == "anthropic" or (requested is None and anthropic_key):
         if not anthropic_key:
             raise ConfigError("--provider anthropic needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) to be set")
-        return ProviderConfig(name="anthropic", api_key=anthropic_key, base_url=environ.get("ANTHROPIC_BASE_URL"))
+        return ProviderConfig(
+            name="anthropic", api_key=anthropic_key, base_url=environ.get("ANTHROPIC_BASE_URL"), bearer=not api_key
+        )
     if requested == "openai" or (requested is None and (openai_url or openai_key)):
         if not (openai_url or openai_key):
             raise ConfigError("--provider openai needs OPENAI_BASE_URL or OPENAI_API_KEY to be set")
@@ -52,7 +57,7 @@ def provider_config(requested: str | None, environ: Mapping[str, str]) -> Provid
     return None
 
 
-async def create_model(config: ProviderConfig | None, *, deadline: float) -> Model:
+async def create_model(config: ProviderConfig | None, *, deadline: float, max_retries: int = 10) -> Model:
     """Build the provider's adapter, importing its SDK in a worker thread so the server keeps answering.
 
     Raises:
@@ -62,5 +67,13 @@ async def create_model(config: ProviderConfig | None, *, deadline: float) -> Mod
         raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
     module = await anyio.to_thread.run_sync(importlib.import_module, f"mcp_subagents.models.{config.name}")
     if config.name == "anthropic":
-        return module.AnthropicModel(api_key=config.api_key, base_url=config.base_url, deadline=deadline)
-    return module.OpenAIModel(api_key=config.api_key, base_url=config.base_url, deadline=deadline)
+        return module.AnthropicModel(
+            api_key=config.api_key,
+            base_url=config.base_url,
+            deadline=deadline,
+            max_retries=max_retries,
+            bearer=config.bearer,
+        )
+    return module.OpenAIModel(
+        api_key=config.api_key, base_url=config.base_url, deadline=deadline, max_retries=max_retries
+    )

@@ -21,7 +21,7 @@ from .rules import EDIT_TOOLS, PATH_TOOLS, PermissionRule, PermissionRules, Rule
 from .targets import PathTarget, TargetError, absolute_path, is_inside, path_target
 from .verdict import Verdict
 
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead", "LS"})
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead", "LS", "Skill"})
 """Tools every mode runs without asking (inside the allowed directories)."""
 
 _DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..loop import ModelResponded, RunEvent, ToolFinished, ToolStarted
+from ..loop import Compacted, ModelResponded, RunEvent, ToolFinished, ToolStarted
 from ..task_record import TaskRecord
 from .envelopes import outcome_text
 
@@ -87,4 +87,7 @@ def describe_event(event: RunEvent) -> str | None:
         status = "error" if event.result.is_error else "ok"
         first = event.result.content.strip().splitlines()[0][:200] if event.result.content.strip() else ""
         return f"[turn {event.turn}] {event.call.name} -> {status} ({len(event.result.content)} chars): {first}\n"
+    if isinstance(event, Compacted):
+        why = "it passed the compaction threshold" if event.reason == "threshold" else "the model found it too long"
+        return f"[turn {event.turn}] conversation of {event.replaced} messages summarised ({why})\n"
     return None

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from .shell import sanitized_environment
 
 BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite")
+PER_RUN_TOOL_NAMES: tuple[str, ...] = ("WebSearch", "Skill")
+"""Tools built for each run, since they depend on it: WebSearch (the Anthropic provider only) and Skill (when skills
+exist)."""
 AGENT_TOOLS: frozenset[str] = frozenset({"Task", "Agent"})
 """Claude Code's tools that launch subagents: recognised in definitions and rules, never given to a subagent."""
 
@@ -48,6 +51,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AGENT_TOOLS",
     "BUILTIN_TOOL_NAMES",
+    "PER_RUN_TOOL_NAMES",
     "TodoList",
     "Tool",
     "ToolContext",

@@ -8,12 +8,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ToolError
 from ..messages import JsonObject, ToolDefinition
+
+if TYPE_CHECKING:
+    from ..models.base import Model
 
 
 class ToolInput(BaseModel):
@@ -45,6 +48,17 @@ class ProcessGroups:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ModelAccess:
+    """The run's model provider, for tools that ask a model themselves (WebFetch reads a page, WebSearch searches)."""
+
+    model: Model
+    main_model_id: str
+    """The model the agent runs on."""
+    fast_model_id: str
+    """A small, fast model of the same provider (Claude Code uses Haiku for this)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolContext:
     cwd: Path
     """Working directory; relative paths resolve against it."""
@@ -55,6 +69,8 @@ class ToolContext:
     todos: TodoList = field(default_factory=TodoList)
     processes: ProcessGroups = field(default_factory=ProcessGroups)
     """Where Bash leaves the groups of processes that outlive it, so stopping the task can kill them."""
+    models: ModelAccess | None = None
+    """None when no provider model is at hand (tests with a scripted model): WebFetch then returns the page."""
 
 
 ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]

@@ -12,8 +12,9 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 from pydantic import Field
 
-from ..errors import ToolError
+from ..errors import ModelAPIError, ToolError
 from .base import Tool, ToolContext, ToolInput
+from .page_reader import answer_from_page
 
 if TYPE_CHECKING:
     import httpx2
@@ -46,13 +47,14 @@ class WebFetchInput(ToolInput):
     prompt: str = Field(description="What to look for in the fetched content")
 
 
-WEBFETCH_DESCRIPTION = f"""Fetches content from a URL and returns it as readable text.
+WEBFETCH_DESCRIPTION = f"""Fetches a URL and answers a prompt about its content.
 
 - Takes a URL and a prompt. The URL must be a fully-formed http:// or https:// URL; it is fetched as given.
-- HTML is converted to plain text (headings, list items and links kept; scripts and styles dropped). Plain text, \
-JSON, XML and other text types are returned as they are. Images, PDFs and other binary content are refused.
-- In this version no model summarises the page: the result is the page text itself (at most \
-{MAX_CONTENT_CHARS} characters), with your prompt repeated above it. Look for what the prompt asks in it.
+- HTML is converted to readable text (headings, list items and links kept; scripts and styles dropped); plain \
+text, JSON, XML and other text types are read as they are. Images, PDFs and other binary content are refused.
+- A small, fast model then reads the page (at most {MAX_CONTENT_CHARS} characters of it) and answers your prompt \
+from it: say exactly what you want to know or extract. Its answer may leave things out; fetch again with a more \
+precise prompt if needed. Where no such model is available, the page text itself is returned.
 - Redirects are followed (at most {MAX_REDIRECTS}); the result names the final URL. The whole fetch must finish \
 within {FETCH_TIMEOUT_SECONDS:.0f} s and reads at most {MAX_BODY_BYTES // (1024 * 1024)} MB.
 - This tool is read-only and does not modify any files. It cannot log in or reach pages that need \
@@ -61,14 +63,28 @@ authentication."""
 
 async def _run_webfetch(ctx: ToolContext, args: WebFetchInput) -> str:
     _check_url(args.url)
+    page: _Page | None = None
     with anyio.move_on_after(FETCH_TIMEOUT_SECONDS):
         page = await _fetch(args.url)
-        lines = [f"URL: {args.url}"]
-        if page.final_url != args.url:
-            lines.append(f"Final URL: {page.final_url}")
-        lines.append(f"Prompt: {args.prompt}")
-        return "\n".join(lines) + f"\n\n{page.content}"
-    raise ToolError(f"Fetching {args.url} timed out after {FETCH_TIMEOUT_SECONDS:.0f} s.")
+    if page is None:
+        raise ToolError(f"Fetching {args.url} timed out after {FETCH_TIMEOUT_SECONDS:.0f} s.")
+    return await _apply_prompt(ctx, args, page)
+
+
+async def _apply_prompt(ctx: ToolContext, args: WebFetchInput, page: _Page) -> str:
+    """The answer of the fast model to the prompt; the page itself, prompt above it, when no model can answer."""
+    lines = [f"URL: {args.url}"]
+    if page.final_url != args.url:
+        lines.append(f"Final URL: {page.final_url}")
+    header = "\n".join(lines)
+    if ctx.models is not None:
+        try:
+            answer = await answer_from_page(ctx.models, url=page.final_url, content=page.content, prompt=args.prompt)
+        except ModelAPIError as exc:
+            header += f"\n(The page could not be read for your prompt, so its text follows: {exc.message})"
+        else:
+            return f"{header}\n\n{answer}"
+    return f"{header}\nPrompt: {args.prompt}\n\n{page.content}"
 
 
 def _check_url(url: str) -> None:

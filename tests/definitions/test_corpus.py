@@ -93,8 +93,17 @@ def test_claude_code_only_tools_are_reported_not_fatal(catalog: Catalog) -> None
 def test_the_validator_finds_only_warnings() -> None:
     problems = validate_paths([CORPUS], KNOWN_TOOLS)
     assert [p for p in problems if p.severity == "error"] == []
-    assert {Path(p.path).parent.parent.name for p in problems} == {"agent-teams"}
-    assert len(problems) == 20
+    tools = [p for p in problems if "tool" in p.message]
+    colors = [p for p in problems if "color" in p.message]
+    assert {Path(p.path).parent.parent.name for p in tools} == {"agent-teams"}
+    assert len(tools) == 20
+    assert [p.message for p in colors].count(
+        "color is only shown in Claude Code's interface; it has no effect here"
+    ) == 9
+    assert [p.message for p in colors if "magenta" in p.message] == [
+        "invalid color 'magenta'; allowed: red, blue, green, yellow, purple, orange, pink, cyan; the field is ignored"
+    ] * 2
+    assert len(problems) == len(tools) + len(colors)
 
 
 def test_a_warm_reload_reuses_every_definition(catalog: Catalog) -> None:

@@ -142,14 +142,37 @@ def test_plugin_agents_get_prefixed_ids() -> None:
     assert (d.name, d.agent_name, d.plugin) == ("tools-kit:reviewer", "reviewer", "tools-kit")
 
 
-@pytest.mark.parametrize("name", ["Explore", "general-purpose", "my_agent", "agent2"])
-def test_accepted_names(name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Explore",
+        "general-purpose",
+        "my_agent",
+        "agent2",
+        "Upper_Case",
+        "dotnet-framework-4.8-expert",
+        "has space",
+        "ünïcode-agent",
+        "long-name-" + "x" * 60,
+    ],
+)
+def test_names_claude_code_loads_are_taken_as_written(name: str) -> None:
     assert parse(minimal(f"name: {name}\ndescription: d")).name == name
 
 
-@pytest.mark.parametrize("name", ["-lead", "a:b", '"two words"', "dots.not.allowed"])
-def test_rejected_names(name: str) -> None:
-    assert "invalid name" in parse_error(minimal(f"name: {name}\ndescription: d"))
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("-lead", "must not start with '-'"),
+        ("ns:colon", "must not contain ':'"),
+        ("ns\uff1acolon", "must not contain ':'"),  # a full-width colon, which NFKC turns into ':'
+        ('"tab\\there"', "control characters"),
+        ("x" * 257, "at most 256 characters"),
+    ],
+)
+def test_rejected_names(name: str, why: str) -> None:
+    message = parse_error(minimal(f"name: {name}\ndescription: d"))
+    assert message.startswith("invalid name") and why in message
 
 
 @pytest.mark.parametrize("frontmatter", ["name: t", "name: t\ndescription: '  '", "name: t\ndescription:"])
@@ -167,8 +190,19 @@ def test_unclosed_frontmatter_is_an_error() -> None:
 
 
 def test_bad_yaml_reports_the_file_line() -> None:
-    message = parse_error("---\nname: t\ndescription: d\ntools: [Read\n---\nbody\n")
-    assert message.startswith("invalid YAML frontmatter at line 5")
+    message = parse_error('---\nname: t\ndescription: d\ntools: "Read\n---\nbody\n')
+    assert message.startswith("invalid YAML frontmatter at line")
+
+
+def test_yaml_claude_code_reads_leniently_loads_the_same_way() -> None:
+    """acceptance.json: Claude Code loads this file with the description as written and tools shown as `[Read`."""
+    d = parse(minimal("name: bad-yaml\ndescription: Use when: the user asks for x: y\ntools: [Read"))
+    assert (d.name, d.description, d.tools) == ("bad-yaml", "Use when: the user asks for x: y", ("[Read",))
+
+
+def test_tab_indents_and_flow_lists_survive_the_repair() -> None:
+    d = parse(minimal("name: t\ndescription: Use: when needed\ntools: [Read, Grep]\nskills:\n\t- a\n\t- b"))
+    assert (d.tools, d.skills) == (("Read", "Grep"), ("a", "b"))
 
 
 def test_frontmatter_must_be_a_mapping() -> None:
@@ -215,29 +249,63 @@ def test_manual_permission_mode_means_default() -> None:
 @pytest.mark.parametrize(
     ("field", "needle"),
     [
-        ("permissionMode: yolo", "invalid permissionMode 'yolo'; allowed: default, acceptEdits, auto"),
-        ("maxTurns: 0", "maxTurns must be a positive integer"),
-        ("maxTurns: ten", "maxTurns must be a positive integer"),
-        ("maxTurns: true", "maxTurns must be a positive integer"),
-        ("memory: global", "invalid memory 'global'; allowed: user, project, local"),
-        ("background: maybe", "background must be true or false"),
-        ("omitClaudeMd: 1", "omitClaudeMd must be true or false"),
         ("tools: {Read: yes}", "tools must be a comma-separated string or a list"),
         ("tools: [Read, 3]", "tools must be a comma-separated string or a list"),
+        ("disallowedTools: {Write: no}", "disallowedTools must be a comma-separated string or a list"),
         ("hooks: [a]", "hooks must be a mapping"),
-        ("mcpServers: [3]", "mcpServers entries must be server names"),
-        ("mcpServers: 3", "mcpServers must be a list"),
-        ("skills: {a: 1}", "skills must be a comma-separated string or a list"),
-        ("color: [red]", "color must be text, not a list"),
+        ("permission: deny", "permission must be a mapping"),
     ],
 )
-def test_invalid_values_name_the_field(field: str, needle: str) -> None:
+def test_a_bad_value_that_would_widen_the_agent_rejects_the_file(field: str, needle: str) -> None:
     assert needle in parse_error(minimal(f"name: t\ndescription: d\n{field}"))
 
 
-def test_booleans_accept_strings_and_scalars_are_taken_as_text() -> None:
-    d = parse(minimal("name: t\ndescription: d\nbackground: False\nomitClaudeMd: 'TRUE'\neffort: 3\ncolor: yes"))
-    assert (d.background, d.omit_claude_md, d.effort, d.color) == (False, True, "3", "true")
+@pytest.mark.parametrize(
+    ("field", "attribute", "default", "needle"),
+    [
+        ("permissionMode: yolo", "permission_mode", None, "invalid permissionMode 'yolo'; allowed: default"),
+        ("maxTurns: lots", "max_turns", None, "maxTurns must be a positive integer, got 'lots'"),
+        ("maxTurns: 0", "max_turns", None, "maxTurns must be a positive integer"),
+        ("maxTurns: true", "max_turns", None, "maxTurns must be a positive integer"),
+        ("memory: global", "memory", None, "invalid memory 'global'; allowed: user, project, local"),
+        ("background: maybe", "background", False, "background must be true or false"),
+        ("omitClaudeMd: 1", "omit_claude_md", False, "omitClaudeMd must be true or false"),
+        ("effort: extreme", "effort", None, "invalid effort 'extreme'; allowed: low, medium, high, xhigh, max"),
+        ("isolation: container", "isolation", None, "invalid isolation 'container'; allowed: worktree, remote"),
+        ("color: [red]", "color", None, "color must be text, not a list"),
+        ("color: teal", "color", None, "invalid color 'teal'"),
+        ("skills: {a: 1}", "skills", (), "skills must be a comma-separated string or a list"),
+        ("mcpServers: 3", "mcp_servers", (), "mcpServers must be a list"),
+        ("model: [sonnet]", "model", "inherit", "model must be text, not a list"),
+    ],
+)
+def test_one_bad_optional_value_drops_only_that_field_with_a_warning(
+    field: str, attribute: str, default: object, needle: str
+) -> None:
+    d = parse(
+        minimal(
+            f"name: t\ndescription: d\nmaxTurns: 7\n{field}"
+            if "maxTurns" not in field
+            else f"name: t\ndescription: d\n{field}"
+        )
+    )
+    assert getattr(d, attribute) == default
+    [warning] = d.warnings
+    assert needle in warning and warning.endswith("; the field is ignored")
+    if "maxTurns" not in field:
+        assert d.max_turns == 7
+
+
+def test_a_bad_mcp_server_entry_is_dropped_and_the_good_ones_kept() -> None:
+    d = parse(minimal("name: t\ndescription: d\nmcpServers: [github, 3, {local: {command: x}}]"))
+    assert d.mcp_servers == ("github", {"local": {"command": "x"}})
+    assert d.warnings == ("mcpServers entry 3 is neither a server name nor a {name: config} mapping; it is ignored",)
+
+
+def test_booleans_accept_strings_and_effort_takes_a_level_or_an_integer() -> None:
+    d = parse(minimal("name: t\ndescription: d\nbackground: False\nomitClaudeMd: 'TRUE'\neffort: 3\ncolor: Purple"))
+    assert (d.background, d.omit_claude_md, d.effort, d.color, d.warnings) == (False, True, "3", "purple", ())
+    assert parse(minimal("name: t\ndescription: d\neffort: XHigh")).effort == "xhigh"
 
 
 def test_mcp_servers_in_mcp_json_shape_become_one_entry_per_server() -> None:

@@ -172,7 +172,7 @@ def test_plugin_manifest_problems_are_reported(tmp_path: Path) -> None:
 def test_broken_files_are_reported_with_reasons_and_good_files_still_load(tmp_path: Path) -> None:
     folder = tmp_path / "agents"
     agent(folder, "good")
-    write(folder / "bad-yaml.md", "---\nname: x\ndescription: [unclosed\n---\n")
+    write(folder / "bad-yaml.md", '---\nname: x\ndescription: d\ntools: "Read\n---\n')
     write(folder / "no-frontmatter.md", "# Notes\n")
     write(folder / "no-description.md", "---\nname: nodesc\n---\nBody.\n")
     write(folder / "bad-name.md", "---\nname: a:b\ndescription: d\n---\n")
@@ -182,7 +182,7 @@ def test_broken_files_are_reported_with_reasons_and_good_files_still_load(tmp_pa
     assert catalog.names() == ("good",)
     reasons = {Path(e.path).name: e.error for e in catalog.errors}
     assert sorted(reasons) == ["bad-name.md", "bad-yaml.md", "latin1.md", "no-description.md", "no-frontmatter.md"]
-    assert reasons["bad-yaml.md"].startswith("invalid YAML frontmatter at line 4")
+    assert reasons["bad-yaml.md"].startswith("invalid YAML frontmatter at line")
     assert reasons["no-frontmatter.md"].startswith("no YAML frontmatter")
     assert reasons["no-description.md"].startswith("missing required field 'description'")
     assert reasons["bad-name.md"].startswith("invalid name 'a:b'")

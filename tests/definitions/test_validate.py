@@ -46,7 +46,11 @@ def test_tools_that_cannot_be_granted_here_are_reported_as_warnings(tmp_path: Pa
     found = check(tmp_path, "name: a\ndescription: d\ntools: Read, Task, WebSearch, TeamCreate, Frobnicate, Agent(x)")
     assert found == [
         ("warning", "tool 'Task' is never granted to subagents (no nesting); it is left out"),
-        ("warning", "tool 'WebSearch' exists only in Claude Code and is unavailable here; it is left out"),
+        (
+            "warning",
+            "tool 'WebSearch' uses the Anthropic API's server-side web search: it is offered only with the "
+            "Anthropic provider and left out with an OpenAI-compatible one",
+        ),
         ("warning", "tool 'TeamCreate' exists only in Claude Code and is unavailable here; it is left out"),
         ("warning", "unknown tool 'Frobnicate'; it is left out"),
         ("warning", "tool 'Agent(x)' is never granted to subagents (no nesting); it is left out"),
@@ -96,11 +100,36 @@ def test_yaml_that_only_loads_after_quoting_is_a_warning(tmp_path: Path) -> None
     assert message.endswith("loaded anyway by quoting the value. Quote it: strict parsers reject it")
 
 
-def test_effort_and_isolation_values_are_checked(tmp_path: Path) -> None:
-    assert check(tmp_path, "name: a\ndescription: d\neffort: extreme\nisolation: container") == [
-        ("warning", "effort 'extreme' is not one of low, medium, high, xhigh, max"),
-        ("warning", "isolation 'container' is not supported; the only value is 'worktree'"),
+def test_bad_optional_values_are_warnings_naming_what_is_dropped(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: a\ndescription: d\neffort: extreme\nmaxTurns: lots") == [
+        ("warning", "maxTurns must be a positive integer, got 'lots'; the field is ignored"),
+        (
+            "warning",
+            "invalid effort 'extreme'; allowed: low, medium, high, xhigh, max or an integer; the field is ignored",
+        ),
     ]
+
+
+def test_fields_without_effect_here_are_named(tmp_path: Path) -> None:
+    frontmatter = (
+        "name: a\ndescription: d\ncolor: blue\ninitialPrompt: go\nisolation: worktree\n"
+        "hooks: {Stop: []}\nmcpServers: [github]\neffort: 7"
+    )
+    messages = [message for _, message in check(tmp_path, frontmatter)]
+    assert messages == [
+        "effort 7 is a number, which Claude Code keeps for its own use; providers take only the levels low, medium, "
+        "high, xhigh, max, so the default 'medium' is sent",
+        "hooks are not run by this server yet: the agent's hook commands are ignored",
+        "mcpServers are not started by this server yet: their tools are unavailable to the agent",
+        "isolation is not supported by this server yet: the agent works in the project's own checkout",
+        "initialPrompt only applies when Claude Code runs an agent as its main session; ignored here",
+        "color is only shown in Claude Code's interface; it has no effect here",
+    ]
+
+
+def test_features_that_work_here_validate_clean(tmp_path: Path) -> None:
+    frontmatter = "name: a\ndescription: d\nskills: [x]\nmemory: project\neffort: high\nomitClaudeMd: true"
+    assert check(tmp_path, frontmatter) == []
 
 
 def test_folders_are_searched_and_duplicate_names_reported(tmp_path: Path) -> None:
@@ -128,5 +157,5 @@ def test_unknown_tools_lists_what_the_server_cannot_provide() -> None:
         tools=("Read", "Bash(ls *)", "WebSearch", "mcp__x__y", "Task", "Agent(b)", "Mystery"),
         source="user",
     )
-    assert unknown_tools(definition, KNOWN) == ["WebSearch", "Mystery"]
+    assert unknown_tools(definition, KNOWN) == ["Mystery"]
     assert unknown_tools(AgentDefinition(name="a", description="d", prompt="p", source="user"), KNOWN) == []

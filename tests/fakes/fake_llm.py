@@ -53,7 +53,24 @@ class ToolUse:
     """"" means: send no id on the OpenAI endpoint (the Anthropic endpoint makes one up)."""
 
 
-Block: TypeAlias = Text | ToolUse
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """A thinking block (Anthropic only; the OpenAI endpoint leaves it out). Empty text is what `display: omitted`
+    sends: only the signature."""
+
+    text: str
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """A block the Anthropic endpoint sends in one piece, as given (redacted thinking, server tool use, web search
+    results); the OpenAI endpoint leaves it out."""
+
+    block: Json
+
+
+Block: TypeAlias = Text | ToolUse | Thinking | Whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +125,22 @@ _ERRORS = {
 
 def text(s: str) -> Text:
     return Text(s)
+
+
+def thinking(text: str = "", signature: str = "sig-fake") -> Thinking:
+    return Thinking(text, signature)
+
+
+def web_search_blocks(query: str, results: list[tuple[str, str]], id: str = "srvtoolu_fake_1") -> tuple[Whole, Whole]:
+    """The server_tool_use block and its web_search_tool_result, with (title, url) results."""
+    hits = [
+        {"type": "web_search_result", "title": title, "url": url, "encrypted_content": "enc", "page_age": None}
+        for title, url in results
+    ]
+    return (
+        Whole({"type": "server_tool_use", "id": id, "name": "web_search", "input": {"query": query}}),
+        Whole({"type": "web_search_tool_result", "tool_use_id": id, "content": hits}),
+    )
 
 
 def tool_use(name: str, input: Json | str, id: str | None = None) -> ToolUse:
@@ -418,6 +451,12 @@ def _message_shell(body: Json, t: Turn) -> Json:
 def _anthropic_block(block: Block, index: int, *, streamed: bool) -> Json:
     if isinstance(block, Text):
         return {"type": "text", "text": "" if streamed else block.text}
+    if isinstance(block, Thinking):
+        if streamed:
+            return {"type": "thinking", "thinking": "", "signature": ""}
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+    if isinstance(block, Whole):
+        return block.block
     return {"type": "tool_use", "id": block.id or f"toolu_fake_missing_{index}", "name": block.name, "input": {}}
 
 
@@ -455,6 +494,11 @@ def _anthropic_events(t: Turn, body: Json) -> Iterator[str]:
         )
         if isinstance(block, Text):
             deltas = [{"type": "text_delta", "text": p} for p in _pieces(block.text)]
+        elif isinstance(block, Thinking):
+            deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block.text) if p]
+            deltas.append({"type": "signature_delta", "signature": block.signature})
+        elif isinstance(block, Whole):
+            deltas = []
         else:
             raw = _tool_json(block, t.truncate_tool_json and i == last_tool)
             deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(raw)]
@@ -550,6 +594,8 @@ def _openai_chunks(t: Turn, body: Json) -> Iterator[str]:
     last_tool = _last_tool_index(t)
     tool_index = 0
     for i, block in enumerate(t.blocks):
+        if isinstance(block, Thinking | Whole):
+            continue
         if isinstance(block, Text):
             pieces = [_chunk(body, {"content": p}) for p in _pieces(block.text)]
         else:

@@ -46,7 +46,7 @@ class Provider:
             "base_url": root_url + self.api_path,
             "max_retries": 0,
             "strict_validation": True,
-            "stream_error_backoff": 0.001,
+            "retry_backoff": 0.001,
             **overrides,
         }
 

@@ -9,6 +9,7 @@ import time
 import anthropic
 import pytest
 
+from mcp_subagents.errors import PromptTooLongError
 from mcp_subagents.messages import (
     AssistantMessage,
     TextPart,
@@ -81,7 +82,8 @@ async def test_request_mapping_with_cache_breakpoints(fake: FakeLLM, make_model:
     await make_model().request(ask(*history, tools=(READ, GREP)))
 
     sent = fake.requests[0]
-    assert sent["headers"]["authorization"] == f"Bearer {KEY}"
+    assert sent["headers"]["x-api-key"] == KEY
+    assert "authorization" not in sent["headers"]
     body = sent["body"]
     assert body["model"] == "claude-sonnet-5-5"
     assert body["max_tokens"] == 1024
@@ -228,10 +230,11 @@ async def test_unparseable_tool_input_is_a_model_api_error(fake: FakeLLM, make_m
 async def test_mid_stream_invalid_request_is_not_retried(fake: FakeLLM, make_model: MakeModel) -> None:
     fake.push(turn(text("x"), stream_error={"type": "invalid_request_error", "message": "prompt is too long"}))
 
-    err = await failure(make_model(stream_error_retries=2))
+    err = await failure(make_model(max_retries=2))
 
     assert len(fake.requests) == 1
     assert not err.retryable
+    assert isinstance(err, PromptTooLongError)
     assert "prompt is too long" in err.message
 
 
@@ -245,14 +248,17 @@ async def test_bad_request_is_not_retried(fake: FakeLLM, make_model: MakeModel) 
     assert "rejected the request (400 invalid_request_error: max_tokens: must be at most 64000)" in err.message
 
 
-async def test_deadline_covers_the_sdk_retry_waits(fake: FakeLLM, make_model: MakeModel) -> None:
+async def test_a_retry_after_past_the_deadline_gives_up_at_once(fake: FakeLLM, make_model: MakeModel) -> None:
     fake.push(error(529, headers={"retry-after": "30"}), turn(text("too late")))
     started = time.monotonic()
 
     err = await failure(make_model(deadline=0.5, max_retries=2))
 
     assert time.monotonic() - started < 3
-    assert "timed out" in err.message
+    assert len(fake.requests) == 1
+    assert err.retryable
+    assert "529 overloaded_error" in err.message
+    assert "waiting 30.0 s more would pass the 0.5 s deadline" in err.message
 
 
 async def test_server_error_message_is_redacted_when_it_echoes_the_key(fake: FakeLLM, make_model: MakeModel) -> None:

@@ -21,7 +21,7 @@ def provider(request: pytest.FixtureRequest) -> Provider:
     return request.param
 
 
-async def test_overloaded_and_server_errors_are_retried_by_the_sdk(
+async def test_overloaded_and_server_errors_are_retried(
     fake: FakeLLM, make_model: MakeModel, provider: Provider
 ) -> None:
     fake.push(error(529, headers=FAST_RETRY), error(500, headers=FAST_RETRY), turn(text("recovered")))
@@ -29,7 +29,7 @@ async def test_overloaded_and_server_errors_are_retried_by_the_sdk(
     response = await make_model(max_retries=2).request(provider.ask())
 
     assert response.parts == (TextPart(text="recovered"),)
-    assert [r["headers"]["x-stainless-retry-count"] for r in fake.requests] == ["0", "1", "2"]
+    assert len(fake.requests) == 3
 
 
 async def test_rate_limit_exhausted_raises_with_the_provider_message(
@@ -49,7 +49,7 @@ async def test_rate_limit_exhausted_raises_with_the_provider_message(
 async def test_mid_stream_error_is_retried(fake: FakeLLM, make_model: MakeModel, provider: Provider) -> None:
     fake.push(turn(text("partial answer"), stream_error=OVERLOADED), turn(text("full answer")))
 
-    response = await make_model(stream_error_retries=2).request(provider.ask())
+    response = await make_model(max_retries=2).request(provider.ask())
 
     assert response.parts == (TextPart(text="full answer"),)
     assert len(fake.requests) == 2
@@ -58,7 +58,7 @@ async def test_mid_stream_error_is_retried(fake: FakeLLM, make_model: MakeModel,
 async def test_mid_stream_error_exhausted_raises(fake: FakeLLM, make_model: MakeModel, provider: Provider) -> None:
     fake.push(*[turn(text("partial"), stream_error=OVERLOADED)] * 3)
 
-    err = await provider.failure(make_model(stream_error_retries=1))
+    err = await provider.failure(make_model(max_retries=1))
 
     assert len(fake.requests) == 2
     assert err.retryable
