@@ -123,7 +123,7 @@ def _allowing_rule(rules: list[PermissionRule], piece: SimpleCommand) -> Permiss
         # Only an exact rule may allow code run by a substitution: a wildcard would let anything through.
         if piece.substitution and not matcher.exact:
             continue
-        if piece.words and matcher.matches(piece.text):
+        if piece.words and matcher.matches(piece.rule_text):
             return rule
     return None
 
@@ -184,7 +184,7 @@ def _bash_suggestion(piece: SimpleCommand | None) -> str:
     if piece is None or not piece.words:
         return "Bash"
     if piece.substitution:
-        return f"Bash({piece.text})"
+        return f"Bash({piece.rule_text})"
     words, values = list(piece.words), list(piece.values)
     simple = len(words) > 1 and not words[1].startswith("-") and words[1] == values[1]
     head = f"{words[0]} {words[1]}" if simple else words[0]

@@ -42,11 +42,24 @@ class SimpleCommand:
     """Command or process substitution (`$(...)`, backticks, `<(...)`) runs code inside this command."""
     scripts: tuple[str, ...] = ()
     """The code inside those substitutions, for deny and ask rules to look into."""
+    feeds: tuple[str, ...] = ()
+    """The redirections that feed the command or run code, as written: input files (`< in.txt`), here-strings,
+    here-documents (operator, then the body), and any redirection whose target holds a substitution."""
+    stdin: tuple[str, ...] = ()
+    """The text of its here-strings and here-documents: what a shell reading its input would run."""
+    piped: bool = False
+    """Its input is the output of the command before it (`a | b`)."""
 
     @property
     def text(self) -> str:
-        """The command as matched against rules: its words joined by single spaces."""
+        """The command's words joined by single spaces: what a rule for its program is written against."""
         return " ".join(self.words)
+
+    @property
+    def rule_text(self) -> str:
+        """The text an allow rule must match: the words and what feeds the command. `git status <<< "$(cmd)"` is
+        not `git status`: the here-string runs `cmd`."""
+        return " ".join((*self.words, *self.feeds))
 
     @property
     def value_text(self) -> str:
@@ -77,6 +90,9 @@ class _Builder:
     redirects: list[Redirect] = field(default_factory=lambda: [])
     substitution: bool = False
     scripts: list[str] = field(default_factory=lambda: [])
+    feeds: list[str] = field(default_factory=lambda: [])
+    stdin: list[str] = field(default_factory=lambda: [])
+    piped: bool = False
 
     def build(self) -> SimpleCommand | None:
         words = list(self.words)
@@ -93,6 +109,9 @@ class _Builder:
             redirects=tuple(self.redirects),
             substitution=self.substitution,
             scripts=tuple(self.scripts),
+            feeds=tuple(self.feeds),
+            stdin=tuple(self.stdin),
+            piped=self.piped,
         )
 
 
@@ -109,6 +128,7 @@ class _Heredoc:
     strip_tabs: bool
     quoted: bool
     owner: _Builder
+    body: list[str] = field(default_factory=lambda: [])
 
 
 class _Scanner:
@@ -167,9 +187,9 @@ class _Scanner:
         self.current.words.append(word)
         self.current.substitution = self.current.substitution or word.substitution
 
-    def _end_command(self) -> None:
+    def _end_command(self, *, piped: bool = False) -> None:
         self.builders.append(self.current)
-        self.current = _Builder()
+        self.current = _Builder(piped=piped)
 
     def _operator(self, char: str) -> None:
         self.pos += 1
@@ -179,23 +199,27 @@ class _Scanner:
                 self.pos += 1
         elif (char == "&" and following == "&") or (char == "|" and following in ("|", "&")):
             self.pos += 1
-        self._end_command()
+        self._end_command(piped=char == "|" and following != "|")
 
     def _redirect(self) -> None:
         text, start = self.text, self.pos
         for operator, writes in (("&>>", True), ("&>", True), ("<>", True), (">>", True), (">|", True)):
             if text.startswith(operator, start):
                 self.pos += len(operator)
-                self._file_redirect(writes=writes)
+                self._file_redirect(writes=writes, operator=operator)
                 return
         if text.startswith("<<<", start):
             self.pos += 3
-            self._add_substitution_of(self._target_word())
+            word = self._target_word()
+            self._add_substitution_of(word)
+            self.current.feeds.append(f"<<< {word.raw}")
+            self.current.stdin.append(word.value)
         elif text.startswith("<<", start):
             strip_tabs = text.startswith("<<-", start)
             self.pos += 3 if strip_tabs else 2
             word = self._target_word()
             quoted = word.raw != word.value
+            self.current.feeds.append(text[start : self.pos].strip())
             self.heredocs.append(_Heredoc(word.value, strip_tabs, quoted, self.current))
         elif text.startswith((">&", "<&"), start):
             self.pos += 2
@@ -204,17 +228,21 @@ class _Scanner:
                 return
             if text[start] == "<":
                 raise ShellSyntaxError(f"unsupported redirection '<&{word.raw}'")
-            self._record(word, writes=True)
+            self._record(word, writes=True, operator=">&")
         else:
             self.pos += 1
-            self._file_redirect(writes=text[start] == ">")
+            self._file_redirect(writes=text[start] == ">", operator=text[start])
 
-    def _file_redirect(self, *, writes: bool) -> None:
-        self._record(self._target_word(), writes=writes)
+    def _file_redirect(self, *, writes: bool, operator: str) -> None:
+        self._record(self._target_word(), writes=writes, operator=operator)
 
-    def _record(self, word: _Word, *, writes: bool) -> None:
+    def _record(self, word: _Word, *, writes: bool, operator: str) -> None:
         self._add_substitution_of(word)
-        if writes and word.value in _DEV_NULL_LIKE and word.known:
+        harmless = word.value in _DEV_NULL_LIKE and word.known
+        # Input and code reach the command through these; an output file is judged by the file rules instead.
+        if word.substitution or (operator.startswith("<") and not harmless):
+            self.current.feeds.append(f"{operator} {word.raw}")
+        if writes and harmless:
             return
         self.current.redirects.append(Redirect(target=word.value, writes=writes, known=word.known))
 
@@ -438,7 +466,11 @@ class _Scanner:
                 self.pos = min(end + 1, len(text))
                 if (line.lstrip("\t") if heredoc.strip_tabs else line) == heredoc.delimiter:
                     break
+                heredoc.body.append(line)
                 if not heredoc.quoted and ("$(" in line or "`" in line):
                     heredoc.owner.substitution = True
                     heredoc.owner.scripts.append(line)
+            body = "\n".join(heredoc.body)
+            heredoc.owner.feeds.append(body)
+            heredoc.owner.stdin.append(body)
         self.heredocs.clear()

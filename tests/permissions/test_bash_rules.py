@@ -296,8 +296,10 @@ def test_a_redirection_alone_is_not_allowed_by_any_command_rule(tmp_path: Path) 
 
 
 def test_here_document_bodies_are_not_commands(tmp_path: Path) -> None:
-    p = policy(tmp_path, allow=["Bash(cat)", "Bash(grep *)"], deny=["Bash(rm *)"])
+    p = policy(tmp_path, allow=["Bash(cat *)", "Bash(grep *)"], deny=["Bash(rm *)"])
     assert bash(p, "cat <<'EOF' | grep x\nrm -rf /\nEOF").decision == "allow"
+    # An exact rule names the command without input: the here-document is part of what it would have to match.
+    assert bash(policy(tmp_path, allow=["Bash(cat)"]), "cat <<'EOF'\nrm -rf /\nEOF").decision == "ask"
 
 
 def test_the_suggestion_names_the_part_that_needs_a_rule(tmp_path: Path) -> None:
@@ -318,3 +320,14 @@ def test_deeply_nested_substitutions_are_refused_not_crashed_on(tmp_path: Path) 
     with pytest.raises(ShellSyntaxError, match="nested too deeply"):
         split_command(command)
     assert bash(policy(tmp_path, allow=["Bash(echo *)"]), command).decision == "ask"
+
+
+def test_what_feeds_a_command_is_recorded_as_written() -> None:
+    (piece,) = split_command('sort < in.txt <<< "a b" 2>&1 > out.txt 2> "$(x)" <<EOF\nline one\nEOF')
+    assert piece.feeds == ("< in.txt", '<<< "a b"', '> "$(x)"', "<<EOF", "line one")
+    assert piece.stdin == ("a b", "line one")
+    assert piece.rule_text == 'sort < in.txt <<< "a b" > "$(x)" <<EOF line one'
+
+
+def test_pipes_mark_the_command_that_reads_the_previous_output() -> None:
+    assert [piece.piped for piece in split_command("echo a | sh; b || c |& d")] == [False, True, False, False, True]
