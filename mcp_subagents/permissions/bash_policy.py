@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, split_command
+from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
 from .context import (
     PermissionPolicy,
     clip,
@@ -108,10 +108,18 @@ def _first_bash_rule(
             continue
         if matcher.matches(whole):
             return rule
-        for piece in pieces or ():
-            if any(matcher.matches(text) for text in matching_variants(piece)):
+        for piece, fed in _with_piped_text(pieces or ()):
+            if any(matcher.matches(text) for text in matching_variants(piece, fed=fed)):
                 return rule
     return None
+
+
+def _with_piped_text(pieces: tuple[SimpleCommand, ...]) -> list[tuple[SimpleCommand, str | None]]:
+    """Each piece with the text the piece before it prints into its pipe, when the command line shows it."""
+    return [
+        (piece, printed_text(pieces[index - 1]) if piece.piped and index else None)
+        for index, piece in enumerate(pieces)
+    ]
 
 
 def _allowing_rule(rules: list[PermissionRule], piece: SimpleCommand) -> PermissionRule | None:
