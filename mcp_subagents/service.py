@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from .claude_settings import ClaudeSettings, ClaudeSettingsFiles, SettingsLocations
 from .definitions import (
     AgentDefinition,
     Catalog,
@@ -22,7 +23,7 @@ from .definitions import (
     tool_base_name,
 )
 from .definitions.validate import NEVER_GRANTED
-from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message
 from .models.base import Model
@@ -38,11 +39,25 @@ from .transcripts import read_history
 
 if TYPE_CHECKING:
     from .permissions.policy import PermissionPolicy
+    from .permissions.rules import PermissionRules
 
 logger = logging.getLogger(__name__)
 
 
-def definition_sources(settings: Settings) -> DefinitionSources:
+def settings_locations(settings: Settings) -> SettingsLocations:
+    """Where Claude Code's settings files are for these flags: the user's, the project's, `--settings`, and the
+    managed policy (`--policy-file`, else its default location)."""
+    return SettingsLocations(
+        user=settings.user_settings_file,
+        project_root=settings.working_directory,
+        flag=settings.settings_file,
+        managed=settings.policy_file or settings.managed_settings_file,
+        managed_named=settings.policy_file is not None,
+        sources=tuple(level for level in ("user", "project", "local") if level in settings.setting_sources),
+    )
+
+
+def definition_sources(settings: Settings, settings_files: ClaudeSettingsFiles | None = None) -> DefinitionSources:
     return DefinitionSources(
         builtin_dir=builtin_agents_dir(),
         plugin_dirs=settings.plugin_dirs,
@@ -50,9 +65,32 @@ def definition_sources(settings: Settings) -> DefinitionSources:
         project_root=settings.working_directory,
         extra_dirs=settings.agents_dirs,
         agents_json=settings.agents_json,
-        policy_file=settings.policy_file,
-        settings_file=settings.settings_file,
+        settings_files=settings_files or ClaudeSettingsFiles(settings_locations(settings)),
     )
+
+
+def check_settings_files(settings_files: ClaudeSettingsFiles) -> ClaudeSettings:
+    """Read the settings files once at start: a file named by a flag that is missing, not a JSON object, or holds
+    a rule that does not parse stops the server; problems in files found at default locations are logged.
+
+    Raises:
+        ConfigError: one line naming the flag, the file and the problem.
+    """
+    snapshot = settings_files.check()
+    flagged = [file for file in snapshot.files if file.level == "flag"]
+    if settings_files.locations.managed_named:
+        flagged += [file for file in snapshot.at("managed") if file.path == settings_files.locations.managed]
+    if flagged:
+        from .permissions.rules import rules_in_file
+
+        for file in flagged:
+            _, problems = rules_in_file(file)
+            if problems:
+                flag = "--settings" if file.level == "flag" else "--policy-file"
+                raise ConfigError(f"{flag} {problems[0]}")
+    for problem in snapshot.problems:
+        logger.warning("settings file skipped or partly ignored: %s", problem)
+    return snapshot
 
 
 def secret_values(environ: Mapping[str, str]) -> list[str]:
@@ -104,7 +142,9 @@ class Subagents:
     def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
-        self.loader = CatalogLoader(definition_sources(settings))
+        self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
+        check_settings_files(self.settings_files)
+        self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
             limits=TaskLimits(
@@ -119,6 +159,7 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._warned: set[str] = set()
+        self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -202,7 +243,9 @@ class Subagents:
     ) -> AgentRun:
         # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.
         cwd = self.settings.cwd or (roots[0] if roots else self.settings.working_directory)
-        allowed = (cwd, *(root for root in roots if root != cwd))
+        claude_settings = self.settings_files.load(cwd)
+        extra = (*roots, *self._additional_directories(claude_settings, cwd))
+        allowed = tuple(dict.fromkeys((cwd, *extra)))
         tools, unknown = select_tools(definition, self.tools)
         for name in unknown:
             self._warn_once(f"agent {definition.name} lists tool {name}, which this server does not have; skipped")
@@ -223,7 +266,7 @@ class Subagents:
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
             gate=permission_gate(
-                self._permission_policy(definition, cwd, allowed),
+                self._permission_policy(definition, cwd, allowed, claude_settings),
                 agent=definition.name,
                 asker=lambda: record.asker,
                 denials=record.denials,
@@ -241,15 +284,34 @@ class Subagents:
 
         return sanitized_environment(self.environ)
 
-    def _permission_policy(self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...]) -> PermissionPolicy:
-        from .permissions import PermissionPolicy, effective_mode, load_rules
+    def _additional_directories(self, claude_settings: ClaudeSettings, project: Path) -> list[Path]:
+        """`permissions.additionalDirectories`: folders file tools may use besides the working directory."""
+        home = Path(self.environ.get("HOME") or Path.home())
+        found: list[Path] = []
+        for entry, file in claude_settings.additional_directories:
+            raw = str(home) + entry[1:] if entry == "~" or entry.startswith("~/") else entry
+            folder = (project / raw).resolve()
+            if folder.is_dir():
+                found.append(folder)
+            else:
+                self._warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
+        return found
 
-        rules = load_rules(self.settings.settings_file, self.settings.policy_file)
-        for problem in rules.errors:
-            self._warn_once(f"permission rule ignored: {problem}")
+    def _permission_policy(
+        self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...], claude_settings: ClaudeSettings
+    ) -> PermissionPolicy:
+        from .permissions import PermissionPolicy, effective_mode, rules_from_settings
+
+        if self._rules is None or self._rules[0] is not claude_settings:
+            self._rules = (claude_settings, rules_from_settings(claude_settings))
+        rules = self._rules[1]
+        for problem in (*claude_settings.problems, *rules.errors):
+            self._warn_once(f"settings file skipped or partly ignored: {problem}")
+        default_mode = claude_settings.default_mode
+        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
         return PermissionPolicy(
             cwd=cwd,
-            mode=effective_mode(self.settings.permission_mode, definition.permission_mode),
+            mode=effective_mode(server_mode, definition.permission_mode),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,

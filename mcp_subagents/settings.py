@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
+from .claude_settings import SELECTABLE_LEVELS, default_managed_settings_file
 from .errors import ConfigError
 
 Transport: TypeAlias = Literal["stdio", "sse", "streamable-http"]
@@ -36,6 +37,12 @@ class Settings:
     settings_file: Path | None = None
     policy_file: Path | None = None
     user_agents_dir: Path | None = field(default_factory=lambda: Path.home() / ".claude" / "agents")
+    user_settings_file: Path | None = field(default_factory=lambda: Path.home() / ".claude" / "settings.json")
+    """Claude Code's user settings (`~/.claude/settings.json`)."""
+    managed_settings_file: Path | None = field(default_factory=default_managed_settings_file)
+    """Where the managed policy is looked for when `--policy-file` does not name one."""
+    setting_sources: tuple[str, ...] = SELECTABLE_LEVELS
+    """Which of the user, project and local settings files are read (`--setting-sources`)."""
     model: str = "sonnet"
     provider: str | None = None
     state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
@@ -47,7 +54,8 @@ class Settings:
     idle_timeout: float = 600.0
     foreground_deadline: float = 45.0
     model_deadline: float = 900.0
-    permission_mode: str = "default"
+    permission_mode: str | None = None
+    """`--permission-mode`; None means the settings files' `permissions.defaultMode`, else default."""
     watch_interval: float = 2.0
     """Seconds between checks of the agent files for changes (0 turns the check off)."""
     log_level: str = "INFO"
@@ -104,6 +112,14 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
+def _setting_sources(raw: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in SELECTABLE_LEVELS]
+    if unknown:
+        raise ValueError(f"must be a comma-separated list of {', '.join(SELECTABLE_LEVELS)}, got {raw!r}")
+    return chosen
+
+
 SOURCE_OPTIONS: tuple[_Option, ...] = (
     _Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path),
     _Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", _path, repeat=True),
@@ -115,8 +131,30 @@ SOURCE_OPTIONS: tuple[_Option, ...] = (
         repeat=True,
     ),
     _Option("--agents", "agents_json", 'agents as JSON: {"name": {"description", "prompt", ...}}'),
-    _Option("--settings", "settings_file", "Claude Code settings JSON (permissions.allow/ask/deny)", _path),
-    _Option("--policy-file", "policy_file", "managed settings JSON; its agents and deny rules win over all", _path),
+    _Option(
+        "--settings",
+        "settings_file",
+        "one more Claude Code settings file, above the user, project and local ones (must exist)",
+        _path,
+    ),
+    _Option(
+        "--policy-file",
+        "policy_file",
+        "the managed policy file to use instead of the default location; its rules and agents win (must exist)",
+        _path,
+    ),
+    _Option(
+        "--setting-sources",
+        "setting_sources",
+        "which settings files to read: a comma-separated list of user, project, local (default: all three)",
+        _setting_sources,
+    ),
+    _Option(
+        "--managed-settings-file",
+        "managed_settings_file",
+        f"where the managed policy is looked for (default: {default_managed_settings_file()})",
+        _path,
+    ),
 )
 
 RUN_OPTIONS: tuple[_Option, ...] = (
@@ -222,6 +260,7 @@ def _build(values: dict[str, Any], environ: Mapping[str, str]) -> Settings:
     values.setdefault("state_dir", _default_state_dir(environ))
     if "HOME" in environ:
         values.setdefault("user_agents_dir", Path(environ["HOME"]) / ".claude" / "agents")
+        values.setdefault("user_settings_file", Path(environ["HOME"]) / ".claude" / "settings.json")
     if values.get("cwd") is not None:
         cwd = Path(values["cwd"]).resolve()
         if not cwd.is_dir():

@@ -21,7 +21,13 @@ MODES = ["legacy", "auto"]
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    base = Settings(cwd=work.resolve(), state_dir=tmp_path / "state", user_agents_dir=tmp_path / "user-agents")
+    base = Settings(
+        cwd=work.resolve(),
+        state_dir=tmp_path / "state",
+        user_agents_dir=tmp_path / "user-agents",
+        user_settings_file=tmp_path / "home" / ".claude" / "settings.json",
+        managed_settings_file=tmp_path / "managed" / "managed-settings.json",
+    )
     return replace(base, **overrides)
 
 

@@ -146,22 +146,41 @@ async def test_plan_mode_is_read_only(tmp_path: Path) -> None:
     assert "plan mode is read-only" in body
 
 
-async def test_a_definition_can_narrow_but_never_widen_the_server_mode(tmp_path: Path) -> None:
+async def test_an_accept_edits_agent_writes_under_a_default_mode_server(tmp_path: Path) -> None:
+    # Claude Code 2.1.328 (capture accept_edits.cc.json): the editor's Write goes through in a default session.
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    write_agent(settings.cwd / ".claude" / "agents", "editor", extra="permissionMode: acceptEdits\n")
+    model = ScriptedModel(
+        [
+            tool_call("Write", {"file_path": "out.txt", "content": "x"}),
+            tool_call("Bash", {"command": "make"}),
+            text("ok"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", {**TASK, "subagent_type": "editor"})
+    written, ran = (req.messages[-1].results[0] for req in model.requests[1:])  # type: ignore[union-attr]
+    assert not written.is_error and (settings.cwd / "out.txt").read_text(encoding="utf-8") == "x"
+    assert ran.is_error and "needs approval in acceptEdits mode" in ran.content  # commands still ask
+
+
+async def test_an_agent_file_never_widens_past_its_rule(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, permission_mode="bypassPermissions")
     assert settings.cwd is not None
     agents = settings.cwd / ".claude" / "agents"
     write_agent(agents, "planner", extra="permissionMode: plan\n")
     model = ScriptedModel([tool_call("Write", {"file_path": "x.txt", "content": "x"}), report_results])
     async with connected(settings, model=model) as client:
-        narrowed = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "planner"}))
-    assert "plan mode is read-only" in narrowed
+        kept = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "planner"}))
+    assert "OK: File created" in kept  # as in Claude Code, a bypassPermissions server keeps its mode
 
-    strict = make_settings(tmp_path, permission_mode="dontAsk")
     write_agent(agents, "yolo", extra="permissionMode: bypassPermissions\n")
-    model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
-    async with connected(strict, model=model) as client:
-        widened = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "yolo"}))
-    assert "Permission denied" in widened
+    for server_mode in ("default", "dontAsk"):
+        model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
+        async with connected(make_settings(tmp_path, permission_mode=server_mode), model=model) as client:
+            widened = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "yolo"}))
+        assert "Permission denied" in widened, server_mode
 
 
 async def test_dont_ask_mode_denies_without_asking(tmp_path: Path) -> None:

@@ -43,6 +43,9 @@ def decide(policy: PermissionPolicy, tool: str, arguments: JsonObject) -> Verdic
         verdict = _narrow(verdict, agent_map_verdict(policy.agent_map, tool, arguments, bases=policy.bases))
     if verdict.decision == "ask" and mode == "dontAsk":
         verdict = Verdict("deny", f"{verdict.reason} dontAsk mode never asks, so the call was denied.", verdict.rule)
+    elif verdict.decision == "ask" and policy.rules.deny_instead_of_prompting:
+        because = "permissions.denyInsteadOfPrompting is set, so the call was denied instead of asked about."
+        verdict = Verdict("deny", f"{verdict.reason} {because}", verdict.rule)
     return verdict
 
 

@@ -260,24 +260,32 @@ def test_reasons_for_asking_say_how_to_allow(work: Path) -> None:
     assert "--permission-mode acceptEdits" in verdict.reason
 
 
-# --- mode narrowing ------------------------------------------------------------------------------
+# --- an agent's permissionMode ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("server", "definition", "expected"),
     [
         ("default", None, "default"),
+        ("default", "acceptEdits", "acceptEdits"),  # as in Claude Code: the editor agent writes
         ("default", "plan", "plan"),
-        ("default", "bypassPermissions", "default"),
-        ("acceptEdits", "dontAsk", "dontAsk"),
-        ("bypassPermissions", "acceptEdits", "acceptEdits"),
+        ("default", "dontAsk", "dontAsk"),
+        ("default", "bypassPermissions", "default"),  # a file never grants bypass
+        ("dontAsk", "acceptEdits", "acceptEdits"),
+        ("dontAsk", "default", "default"),
+        ("dontAsk", "bypassPermissions", "dontAsk"),
+        ("acceptEdits", "dontAsk", "acceptEdits"),  # a server in acceptEdits, plan or bypass keeps its mode
+        ("acceptEdits", "plan", "acceptEdits"),
+        ("bypassPermissions", "plan", "bypassPermissions"),
         ("plan", "bypassPermissions", "plan"),
-        ("dontAsk", "default", "dontAsk"),
-        ("acceptEdits", "auto", "default"),
-        ("manual", "acceptEdits", "default"),
+        ("plan", "acceptEdits", "plan"),
+        ("default", "auto", "default"),
+        ("manual", "acceptEdits", "acceptEdits"),
     ],
 )
-def test_a_definition_mode_can_only_narrow_the_server_mode(server: str, definition: str | None, expected: str) -> None:
+def test_an_agents_permission_mode_follows_claude_codes_rule(
+    server: str, definition: str | None, expected: str
+) -> None:
     assert effective_mode(server, definition) == expected
 
 
