@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
+from .bash_reads import ReadCheck, check_reads
 from .context import (
     PermissionPolicy,
     clip,
@@ -16,6 +17,7 @@ from .context import (
     roots_text,
 )
 from .patterns import CommandPattern
+from .read_only import read_only
 from .rules import PermissionRule, RuleList
 from .targets import TargetError, absolute_path, is_inside, path_target
 from .verdict import Verdict
@@ -37,7 +39,12 @@ def bash_verdict(policy: PermissionPolicy, mode: str, command: object) -> Verdic
     deny = _first_bash_rule(policy, "deny", whole, pieces)
     if deny is not None:
         return Verdict("deny", f"{subject} is denied by {deny.where('deny')}.", deny.text)
+    reads = check_reads(policy, subject, pieces or ())
+    if reads.verdict is not None and reads.verdict.decision == "deny":
+        return reads.verdict
     if mode == "plan":
+        if pieces and all(reads.runs_unasked):
+            return Verdict("allow", f"{subject} only reads inside the allowed directories, which plan mode allows.")
         return plan_denial("Bash")
     redirected = _redirect_verdict(policy, mode, subject, pieces or ())
     if redirected is not None and redirected.decision == "deny":
@@ -45,28 +52,41 @@ def bash_verdict(policy: PermissionPolicy, mode: str, command: object) -> Verdic
     ask = _first_bash_rule(policy, "ask", whole, pieces)
     if ask is not None:
         return Verdict("ask", f"{subject} needs approval: it matches {ask.where('ask')}.", ask.text)
+    if reads.verdict is not None:
+        return reads.verdict
     if redirected is not None:
         return redirected
     allow_rules = [rule for rule in policy.rules.allow if rule.applies_to("Bash")]
-    allowed = _allowed_by_rules(allow_rules, whole, pieces)
+    allowed = _allowed(allow_rules, mode, subject, whole, pieces, reads.runs_unasked)
     if allowed is not None:
         return allowed
-    return _mode_fallback(allow_rules, mode, subject, pieces, problem)
+    return _mode_fallback(allow_rules, mode, subject, pieces, problem, reads)
 
 
-def _allowed_by_rules(
-    allow_rules: list[PermissionRule], whole: str, pieces: tuple[SimpleCommand, ...] | None
+def _allowed(
+    allow_rules: list[PermissionRule],
+    mode: str,
+    subject: str,
+    whole: str,
+    pieces: tuple[SimpleCommand, ...] | None,
+    read_only: tuple[bool, ...],
 ) -> Verdict | None:
+    """Allowed when a rule covers the whole command, or each piece is covered by a rule or only reads."""
     for rule in allow_rules:
         exact = isinstance(rule.matcher, CommandPattern) and rule.matcher.exact and rule.matcher.matches(whole)
         if rule.specifier is None or exact:
             return Verdict("allow", f"Allowed by {rule.where('allow')}.", rule.text)
-    if pieces:
-        used = [rule for piece in pieces if (rule := _allowing_rule(allow_rules, piece)) is not None]
-        if len(used) == len(pieces):
-            texts = list(dict.fromkeys(rule.where("allow") for rule in used))
-            return Verdict("allow", f"Allowed by {' and '.join(texts)}.", used[0].text)
-    return None
+    if not pieces:
+        return None
+    used = [_allowing_rule(allow_rules, piece) for piece in pieces]
+    if not all(rule is not None or unasked for rule, unasked in zip(used, read_only, strict=True)):
+        return None
+    rules = [rule for rule in used if rule is not None]
+    if not rules:
+        return Verdict("allow", f"{subject} only reads inside the allowed directories, so {mode} mode runs it.")
+    texts = " and ".join(dict.fromkeys(rule.where("allow") for rule in rules))
+    rest = "; its other parts only read" if len(rules) < len(pieces) else ""
+    return Verdict("allow", f"Allowed by {texts}{rest}.", rules[0].text)
 
 
 def _mode_fallback(
@@ -75,6 +95,7 @@ def _mode_fallback(
     subject: str,
     pieces: tuple[SimpleCommand, ...] | None,
     problem: str,
+    reads: ReadCheck,
 ) -> Verdict:
     if mode == "bypassPermissions":
         return Verdict("allow", "bypassPermissions mode allows every call that no deny or ask rule matches.")
@@ -84,9 +105,19 @@ def _mode_fallback(
             f"{subject} could not be parsed safely ({problem}), so no rule can allow it piece by piece and it needs "
             'approval. To allow it anyway, add the exact command as "Bash(...)" to permissions.allow.',
         )
-    pending = next((piece for piece in pieces if _allowing_rule(allow_rules, piece) is None), None)
+    pending = next(
+        (
+            piece
+            for piece, unasked in zip(pieces, reads.runs_unasked, strict=True)
+            if not unasked and _allowing_rule(allow_rules, piece) is None
+        ),
+        None,
+    )
     suggestion = _bash_suggestion(pending)
-    if pending is not None and pending.substitution:
+    if pending is not None and read_only(pending) is not None and reads.first_problem is not None:
+        why, suggestion = reads.first_problem
+        statement = f"{subject} {why}"
+    elif pending is not None and pending.substitution:
         statement = f"{subject} runs a command substitution ($(...), backticks, <(...)): only an exact rule allows that"
     elif pending is not None and len(pieces) > 1:
         statement = f"{subject} has a part that no rule allows (`{clip(pending.text)}`)"

@@ -81,7 +81,11 @@ def needs_approval(mode: str, statement: str, suggestion: str, hint: str = "") -
 
 def plan_denial(tool: str) -> Verdict:
     allowed = ", ".join(sorted(READ_ONLY_TOOLS & {"Read", "Glob", "Grep", "TodoWrite"}))
-    return Verdict("deny", f"plan mode is read-only: {tool} cannot run. Only read-only tools ({allowed}) can.")
+    return Verdict(
+        "deny",
+        f"plan mode is read-only: {tool} cannot run. Only read-only tools ({allowed}) and Bash commands that only "
+        "read (such as ls, cat, grep, git status) can.",
+    )
 
 
 def path_suggestion(policy: PermissionPolicy, tool: str, target: PathTarget | None, url: str | None) -> str:

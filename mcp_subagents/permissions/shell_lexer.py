@@ -37,6 +37,9 @@ class SimpleCommand:
     """The words as written, quotes kept; redirections and leading reserved words removed."""
     values: tuple[str, ...]
     """The same words with quotes and escapes removed."""
+    dynamic: tuple[bool, ...] = ()
+    """Per word: the shell changes it when it runs (`$VAR`, `$(...)`, backticks, `{a,b}`), so its value above is
+    not what the program gets. Empty when unknown (a command built by hand)."""
     redirects: tuple[Redirect, ...] = ()
     substitution: bool = False
     """Command or process substitution (`$(...)`, backticks, `<(...)`) runs code inside this command."""
@@ -82,6 +85,8 @@ class _Word:
     value: str
     substitution: bool
     known: bool
+    dynamic: bool = False
+    """The shell changes it when it runs: `$` expansions, substitutions, or brace expansion (`{a,b}`)."""
 
 
 @dataclass(slots=True)
@@ -106,6 +111,7 @@ class _Builder:
         return SimpleCommand(
             words=raws,
             values=tuple(word.value for word in words),
+            dynamic=tuple(word.dynamic for word in words),
             redirects=tuple(self.redirects),
             substitution=self.substitution,
             scripts=tuple(self.scripts),
@@ -113,6 +119,11 @@ class _Builder:
             stdin=tuple(self.stdin),
             piped=self.piped,
         )
+
+
+def _expands(following: str) -> bool:
+    """Whether `$` followed by this character expands (`$x`, `${x}`, `$(...)`, `$'...'`, `$?`); `foo$` does not."""
+    return bool(following) and (following.isalnum() or following in "_{('@*#?$!-")
 
 
 def _is_for_header(words: tuple[str, ...]) -> bool:
@@ -261,14 +272,15 @@ class _Scanner:
     def _word(self) -> _Word:
         text, start = self.text, self.pos
         value: list[str] = []
-        substitution = False
+        substitution = braces = False
         known = True
+        expanded = False
         while self.pos < len(text):
             char = text[self.pos]
             if char in "<>" and self.pos == start and self._peek(1) == "(":
                 self.pos += 1
                 self._group()
-                substitution, known = True, False
+                substitution, known, expanded = True, False, True
             elif char in _WORD_BREAK:
                 break
             elif char == "\\":
@@ -276,23 +288,28 @@ class _Scanner:
             elif char == "'":
                 value.append(self._single_quoted())
             elif char == '"':
-                found, expanded = self._double_quoted(value)
+                found, quoted_expansion = self._double_quoted(value)
                 substitution = substitution or found
-                known = known and not expanded
+                known = known and not quoted_expansion
+                expanded = expanded or quoted_expansion
             elif char == "`":
                 self._backticks()
-                substitution, known = True, False
+                substitution, known, expanded = True, False, True
             elif char == "$":
+                expanded = expanded or _expands(self._peek(1))
                 found = self._dollar(value)
                 substitution = substitution or found
                 known = False
             else:
                 if char in "*?[" or (char == "~" and self.pos == start):
                     known = False
+                braces = braces or char == "{"
                 value.append(char)
                 self.pos += 1
         raw = text[start : self.pos].replace("\\\n", "")
-        return _Word(raw=raw, value="".join(value), substitution=substitution, known=known)
+        joined = "".join(value)
+        dynamic = expanded or (braces and ("," in joined or ".." in joined))
+        return _Word(raw=raw, value=joined, substitution=substitution, known=known, dynamic=dynamic)
 
     def _backslash(self, value: list[str]) -> None:
         following = self._peek(1)
@@ -339,7 +356,7 @@ class _Scanner:
                 substitution = self._dollar(value) or substitution
                 expanded = True
             else:
-                if char == "$":
+                if char == "$" and _expands(self._peek(1)):
                     expanded = True
                 value.append(char)
                 self.pos += 1
