@@ -301,6 +301,7 @@ class Subagents:
         self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...], claude_settings: ClaudeSettings
     ) -> PermissionPolicy:
         from .permissions import PermissionPolicy, effective_mode, rules_from_settings
+        from .permissions.protected import ProtectedPaths
 
         if self._rules is None or self._rules[0] is not claude_settings:
             self._rules = (claude_settings, rules_from_settings(claude_settings))
@@ -316,4 +317,23 @@ class Subagents:
             agent_map=definition.permission,
             roots=roots,
             project_root=self.settings.working_directory,
+            protected=ProtectedPaths(
+                files=tuple(os.path.abspath(path) for path in self._configuration_files(cwd)),
+                # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
+                folders=tuple(str(folder) for folder in self._agent_folders() if not cwd.is_relative_to(folder)),
+            ),
         )
+
+    def _configuration_files(self, project: Path) -> list[Path]:
+        """Every settings file of the hierarchy (present or not) and the project's `.mcp.json`."""
+        return [*self.settings_files.locations.paths(project), project / ".mcp.json"]
+
+    def _agent_folders(self) -> list[Path]:
+        settings = self.settings
+        folders = [*settings.agents_dirs, *settings.plugin_dirs]
+        if settings.user_agents_dir is not None:
+            folders.append(settings.user_agents_dir)
+        managed = self.settings_files.locations.managed
+        if managed is not None:
+            folders.append(managed.parent / "managed-settings.d")
+        return [Path(os.path.abspath(folder)) for folder in folders]

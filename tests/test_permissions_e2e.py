@@ -235,3 +235,26 @@ async def test_the_foreground_question_is_not_asked_after_handover(tmp_path: Pat
         task_id = handed.split("Task ")[1].split()[0]
         body = text_of(await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 5000}))
     assert "Permission denied" in body and host.questions == []
+
+
+async def test_the_servers_own_configuration_is_not_writable_even_in_bypass_mode(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    assert settings.cwd is not None and settings.user_settings_file is not None
+    user_settings = settings.user_settings_file
+    model = ScriptedModel(
+        [
+            tool_call(
+                "Write", {"file_path": ".claude/settings.json", "content": '{"permissions": {"allow": ["Bash"]}}'}
+            ),
+            tool_call("Write", {"file_path": str(user_settings), "content": "{}"}),
+            tool_call("Bash", {"command": "mkdir -p .git/hooks && echo 'touch pwned' > .git/hooks/pre-commit"}),
+            tool_call("Write", {"file_path": "notes.txt", "content": "fine"}),
+            text("done"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", TASK)
+    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    assert [r.is_error for r in results] == [True, True, True, False]
+    assert not (settings.cwd / ".claude").exists() and not user_settings.exists()
+    assert not (settings.cwd / ".git" / "hooks" / "pre-commit").exists()

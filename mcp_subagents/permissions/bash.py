@@ -18,6 +18,7 @@ __all__ = [
     "ShellSyntaxError",
     "SimpleCommand",
     "command_start",
+    "inner_commands",
     "matching_variants",
     "printed_text",
     "program_name",
@@ -73,16 +74,21 @@ def matching_variants(command: SimpleCommand, *, fed: str | None = None, depth: 
             yield " ".join((program_name(command.values[start]), *command.values[start + 1 :]))
     if depth >= _MAX_NESTING:
         return
-    for inner_values in _found_commands(command.values):
-        inner = SimpleCommand(words=inner_values, values=inner_values)
+    for inner in inner_commands(command, fed=fed):
         yield from matching_variants(inner, depth=depth + 1)
+
+
+def inner_commands(command: SimpleCommand, *, fed: str | None = None) -> Iterator[SimpleCommand]:
+    """The commands this command runs in turn, as far as the command line shows them: those in its
+    substitutions, `sh -c '...'`, `eval`, `find -exec`, and what a shell reads from a here-document, a here-string
+    or a pipe (`fed`). Code that does not parse is skipped: the outer command is judged as opaque instead."""
+    for inner_values in _found_commands(command.values):
+        yield SimpleCommand(words=inner_values, values=inner_values)
     for script in (*command.scripts, *_inner_scripts(command, fed)):
         try:
-            inner_pieces = split_command(script)
+            yield from split_command(script)
         except ShellSyntaxError:
             continue
-        for piece in inner_pieces:
-            yield from matching_variants(piece, depth=depth + 1)
 
 
 def printed_text(command: SimpleCommand) -> str | None:

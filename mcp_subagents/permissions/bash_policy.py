@@ -7,6 +7,7 @@ import os
 
 from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
 from .bash_reads import ReadCheck, check_reads
+from .bash_writes import protected_writes
 from .context import (
     PermissionPolicy,
     clip,
@@ -49,6 +50,9 @@ def bash_verdict(policy: PermissionPolicy, mode: str, command: object) -> Verdic
     redirected = _redirect_verdict(policy, mode, subject, pieces or ())
     if redirected is not None and redirected.decision == "deny":
         return redirected
+    protected = protected_writes(policy, subject, pieces or ())
+    if protected is not None:
+        return protected
     ask = _first_bash_rule(policy, "ask", whole, pieces)
     if ask is not None:
         return Verdict("ask", f"{subject} needs approval: it matches {ask.where('ask')}.", ask.text)

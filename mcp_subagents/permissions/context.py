@@ -9,8 +9,9 @@ from pathlib import Path
 from ..messages import JsonObject
 from .modes import normalize_mode
 from .patterns import Bases, DomainPattern, PathPattern, url_host
+from .protected import ProtectedPaths
 from .rules import EDIT_TOOLS, PATH_TOOLS, PermissionRule, PermissionRules, RuleList
-from .targets import PathTarget
+from .targets import PathTarget, TargetError, path_target
 from .verdict import Verdict
 
 READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead", "LS"})
@@ -35,6 +36,8 @@ class PermissionPolicy:
     home: Path = field(default_factory=Path.home)
     project_root: Path | None = None
     """Where `/path` rules are anchored; None means `cwd`."""
+    protected: ProtectedPaths = field(default_factory=ProtectedPaths)
+    """The server's own configuration, which no mode lets a subagent change without a rule naming it."""
 
     @property
     def allowed_roots(self) -> tuple[Path, ...]:
@@ -69,6 +72,30 @@ def first_rule(
         elif isinstance(matcher, DomainPattern) and url is not None and matcher.matches(url):
             return rule
     return None
+
+
+def protected_write(policy: PermissionPolicy, subject: str, path: str) -> Verdict | None:
+    """ask when `path` (absolute) is protected and no Edit allow rule names it; None when it may be written."""
+    protection = policy.protected.protection(path)
+    if protection is None:
+        return None
+    try:
+        target = path_target("Edit", {"file_path": path}, cwd=policy.cwd, home=policy.home)
+    except TargetError:
+        target = None
+    for rule in policy.rules.allow:
+        matcher = rule.matcher
+        if target is None or not rule.applies_to("Edit") or not isinstance(matcher, PathPattern):
+            continue
+        named = protection.marker in (rule.specifier or "")
+        if named and all(matcher.matches(form, policy.bases) for form in target.paths):
+            return None
+    suggestion = path_suggestion(policy, "Edit", target, None)
+    return Verdict(
+        "ask",
+        f"{subject} writes to {path}, {protection.what}. No mode lets a subagent change it on its own, so it needs "
+        f'approval. To allow it, add "{suggestion}" (a rule that names the path) to permissions.allow.',
+    )
 
 
 def needs_approval(mode: str, statement: str, suggestion: str, hint: str = "") -> Verdict:

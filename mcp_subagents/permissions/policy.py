@@ -20,6 +20,7 @@ from .context import (
     needs_approval,
     path_suggestion,
     plan_denial,
+    protected_write,
     roots_text,
 )
 from .rules import EDIT_TOOLS, PATH_TOOLS
@@ -76,6 +77,11 @@ def _tool_verdict(policy: PermissionPolicy, mode: str, tool: str, arguments: Jso
         return Verdict("deny", f"{subject} is denied by {deny.where('deny')}.", deny.text)
     if mode == "plan" and tool not in READ_ONLY_TOOLS:
         return plan_denial(tool)
+    if tool in EDIT_TOOLS and target is not None:
+        for path in target.paths:
+            protected = protected_write(policy, subject, path)
+            if protected is not None:
+                return protected
     ask = first_rule(policy, "ask", tool, target, url)
     if ask is not None:
         return Verdict("ask", f"{subject} needs approval: it matches {ask.where('ask')}.", ask.text)
