@@ -130,6 +130,12 @@ def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> 
     return chosen, unknown
 
 
+def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
+    from .permissions.context import read_filter as policy_read_filter
+
+    return policy_read_filter(policy)
+
+
 def permission_gate(
     policy: PermissionPolicy, *, agent: str, asker: Callable[[], Asker | None], denials: list[Denial]
 ) -> ToolGate:
@@ -250,6 +256,7 @@ class Subagents:
         for name in unknown:
             self._warn_once(f"agent {definition.name} lists tool {name}, which this server does not have; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
+        policy = self._permission_policy(definition, cwd, allowed, claude_settings)
         return AgentRun(
             agent=definition.name,
             system=system_prompt(definition.prompt, cwd=cwd, critical_reminder=definition.critical_reminder),
@@ -261,12 +268,16 @@ class Subagents:
             ),
             tools=tools,
             context=ToolContext(
-                cwd=cwd, allowed_roots=allowed, env=self._tool_environment(), processes=record.processes
+                cwd=cwd,
+                allowed_roots=allowed,
+                env=self._tool_environment(),
+                processes=record.processes,
+                readable=read_filter(policy),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
             gate=permission_gate(
-                self._permission_policy(definition, cwd, allowed, claude_settings),
+                policy,
                 agent=definition.name,
                 asker=lambda: record.asker,
                 denials=record.denials,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,27 @@ def first_rule(
         elif isinstance(matcher, DomainPattern) and url is not None and matcher.matches(url):
             return rule
     return None
+
+
+def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
+    """For search tools: whether an absolute path may be listed or printed (no Read deny rule covers it, as
+    written or resolved). None when no Read deny rule exists, so searches skip the check."""
+    if not any(rule.applies_to("Read") for rule in policy.rules.deny):
+        return None
+    seen: dict[str, bool] = {}
+
+    def readable(path: str) -> bool:
+        shown = seen.get(path)
+        if shown is None:
+            try:
+                target = path_target("Read", {"file_path": path}, cwd=policy.cwd, home=policy.home)
+            except TargetError:
+                target = None
+            shown = target is not None and first_rule(policy, "deny", "Read", target, None) is None
+            seen[path] = shown
+        return shown
+
+    return readable
 
 
 def protected_write(policy: PermissionPolicy, subject: str, path: str) -> Verdict | None:

@@ -55,6 +55,12 @@ class ToolContext:
     todos: TodoList = field(default_factory=TodoList)
     processes: ProcessGroups = field(default_factory=ProcessGroups)
     """Where Bash leaves the groups of processes that outlive it, so stopping the task can kill them."""
+    readable: Callable[[str], bool] | None = None
+    """Whether a file may appear in search results (absolute path in); None shows everything. The permission
+    policy hides files a Read deny rule covers, so Glob and Grep do not list or print them."""
+
+    def shows(self, path: str) -> bool:
+        return self.readable is None or self.readable(path)
 
 
 ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]

@@ -59,6 +59,7 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     matcher = _glob_matcher(rest)
     candidates = completed.lines()
     matches = await anyio.to_thread.run_sync(partial(_matchingnewest_first, root, candidates, matcher))
+    matches = await anyio.to_thread.run_sync(_shown, ctx, matches)
     incomplete = (
         "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
         if completed.stdout_overflowed
@@ -73,6 +74,11 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         f"{shown}\n(Results are truncated: showing the {GLOB_MAX_RESULTS} most recently modified of "
         f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}"
     )
+
+
+def _shown(ctx: ToolContext, paths: list[Path]) -> list[Path]:
+    """Without the files a Read deny rule covers."""
+    return [path for path in paths if ctx.shows(str(path))]
 
 
 def _glob_matcher(pattern: str) -> WcMatcher[str]:
