@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from ..messages import JsonObject
 from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
 from .bash_reads import ReadCheck, check_reads
 from .bash_writes import protected_writes
@@ -26,8 +27,9 @@ from .verdict import Verdict
 _DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
 
 
-def bash_verdict(policy: PermissionPolicy, mode: str, command: object) -> Verdict:
-    """Allow, ask or deny a Bash call whose `command` argument is `command`."""
+def bash_verdict(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> Verdict:
+    """Allow, ask or deny a Bash call with these arguments (`command`, and `dangerouslyDisableSandbox`)."""
+    command = arguments.get("command")
     if not isinstance(command, str):
         return Verdict("deny", "Cannot check the permissions of Bash: it needs 'command' as a string.")
     subject = f"The Bash command `{clip(command)}`"
@@ -58,13 +60,27 @@ def bash_verdict(policy: PermissionPolicy, mode: str, command: object) -> Verdic
         return Verdict("ask", f"{subject} needs approval: it matches {ask.where('ask')}.", ask.text)
     if reads.verdict is not None:
         return reads.verdict
-    if redirected is not None:
-        return redirected
     allow_rules = [rule for rule in policy.rules.allow if rule.applies_to("Bash")]
-    allowed = _allowed(allow_rules, mode, subject, whole, pieces, reads.runs_unasked)
-    if allowed is not None:
-        return allowed
-    return _mode_fallback(allow_rules, mode, subject, pieces, problem, reads)
+    verdict = (
+        redirected
+        or _allowed(allow_rules, mode, subject, whole, pieces, reads.runs_unasked)
+        or _mode_fallback(allow_rules, mode, subject, pieces, problem, reads)
+    )
+    # Only what no rule decided: deny rules, ask rules and protected paths have already answered.
+    if verdict.decision == "ask" and verdict.rule is None and _sandbox_answers(policy, mode, arguments):
+        return Verdict(
+            "allow",
+            f"{subject} runs in the sandbox, which confines what it can write and reach, so {mode} mode runs it "
+            "without asking (sandbox.autoAllowBashIfSandboxed).",
+        )
+    return verdict
+
+
+def _sandbox_answers(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> bool:
+    """Claude Code's autoAllowBashIfSandboxed: a sandboxed command needs no approval in default or acceptEdits
+    mode, unless the call asks to run outside the sandbox (`dangerouslyDisableSandbox: true`)."""
+    outside = arguments.get("dangerouslyDisableSandbox") is True
+    return policy.bash_sandboxed and not outside and mode in ("default", "acceptEdits")
 
 
 def _allowed(

@@ -39,6 +39,9 @@ class PermissionPolicy:
     """Where `/path` rules are anchored; None means `cwd`."""
     protected: ProtectedPaths = field(default_factory=ProtectedPaths)
     """The server's own configuration, which no mode lets a subagent change without a rule naming it."""
+    bash_sandboxed: bool = False
+    """Bash runs inside the OS sandbox: a command no rule decided runs without asking in default and acceptEdits
+    mode (Claude Code's `autoAllowBashIfSandboxed`), unless the call sets `dangerouslyDisableSandbox: true`."""
 
     @property
     def allowed_roots(self) -> tuple[Path, ...]:

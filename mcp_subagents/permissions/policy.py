@@ -37,7 +37,7 @@ def decide(policy: PermissionPolicy, tool: str, arguments: JsonObject) -> Verdic
     """
     mode = policy.active_mode
     if tool == "Bash":
-        verdict = bash_verdict(policy, mode, arguments.get("command"))
+        verdict = bash_verdict(policy, mode, arguments)
     else:
         verdict = _tool_verdict(policy, mode, tool, arguments)
     if policy.agent_map is not None and verdict.decision != "deny":
