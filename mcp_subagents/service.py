@@ -71,7 +71,7 @@ def definition_sources(settings: Settings, settings_files: ClaudeSettingsFiles |
 
 def check_settings_files(settings_files: ClaudeSettingsFiles) -> ClaudeSettings:
     """Read the settings files once at start: a file named by a flag that is missing, not a JSON object, or holds
-    a rule that does not parse stops the server; problems in files found at default locations are logged.
+    a rule that does not parse stops the server. Problems in files at default locations are the caller's to log.
 
     Raises:
         ConfigError: one line naming the flag, the file and the problem.
@@ -88,8 +88,6 @@ def check_settings_files(settings_files: ClaudeSettingsFiles) -> ClaudeSettings:
             if problems:
                 flag = "--settings" if file.level == "flag" else "--policy-file"
                 raise ConfigError(f"{flag} {problems[0]}")
-    for problem in snapshot.problems:
-        logger.warning("settings file skipped or partly ignored: %s", problem)
     return snapshot
 
 
@@ -149,7 +147,9 @@ class Subagents:
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
         self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
-        check_settings_files(self.settings_files)
+        self._warned: set[str] = set()
+        for problem in check_settings_files(self.settings_files).problems:
+            self._warn_once(f"settings file skipped or partly ignored: {problem}")
         self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
@@ -164,7 +164,6 @@ class Subagents:
         self._model = model
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
-        self._warned: set[str] = set()
         self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
 
     @asynccontextmanager

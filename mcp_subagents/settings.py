@@ -196,7 +196,7 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     _Option(
         "--permission-mode",
         "permission_mode",
-        "default, acceptEdits, dontAsk, bypassPermissions or plan",
+        "default, acceptEdits, dontAsk, bypassPermissions or plan (default: the settings files' defaultMode)",
         choices=PERMISSION_MODES,
     ),
     _Option(
