@@ -258,3 +258,19 @@ async def test_the_servers_own_configuration_is_not_writable_even_in_bypass_mode
     assert [r.is_error for r in results] == [True, True, True, False]
     assert not (settings.cwd / ".claude").exists() and not user_settings.exists()
     assert not (settings.cwd / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_read_only_commands_run_and_writing_ones_ask_as_in_claude_code(tmp_path: Path) -> None:
+    # The commands of the bash_default capture: Claude Code 2.1.328 ran the first four and asked for the last two.
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    (settings.cwd / "notes.txt").write_text("the secret is here\n", encoding="utf-8")
+    commands = ["ls", "cat notes.txt", "grep -n secret notes.txt", "git status --short", "echo hi > made.txt",
+                "touch made2.txt"]  # fmt: skip
+    model = ScriptedModel([*(tool_call("Bash", {"command": command}) for command in commands), text("done")])
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", TASK)
+    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    assert [r.is_error and "Permission denied" in r.content for r in results] == [False] * 4 + [True] * 2
+    assert "1:the secret is here" in results[2].content
+    assert not (settings.cwd / "made.txt").exists() and not (settings.cwd / "made2.txt").exists()
