@@ -404,7 +404,10 @@ def _git(args: tuple[str, ...]) -> Reads | None:
     subcommand, rest = args[index], args[index + 1 :]
     if not _git_reads_only(subcommand, rest):
         return None
-    return Reads(files=tuple(places))
+    # `git show HEAD:.env` prints a file as committed; `git grep` searches the files of the working tree.
+    committed = [word.partition(":")[2] for word in rest if ":" in word and not word.startswith("-")]
+    trees = (".",) if subcommand == "grep" else ()
+    return Reads(files=(*places, *(path for path in committed if path)), trees=trees)
 
 
 def _git_reads_only(subcommand: str, rest: tuple[str, ...]) -> bool:

@@ -97,6 +97,8 @@ def test_pipes_and_chains_are_read_only_when_every_part_is() -> None:
         ("sed -n 1p a.txt", ("a.txt",), ()),
         ("jq . a.json b.json", ("a.json", "b.json"), ()),
         ("git -C ../other log", ("../other",), ()),
+        ("git show HEAD~2:src/app.py", ("src/app.py",), ()),
+        ("git grep -n TODO", (), (".",)),
         ("head -n 5 -- -weird.txt", ("-weird.txt",), ()),
         ("sort -k 2 a.txt < b.txt", ("b.txt", "a.txt"), ()),
         ("echo a b c", (), ()),
@@ -156,7 +158,7 @@ def test_a_read_allow_rule_covers_reading_outside(project: Path) -> None:
 @pytest.mark.parametrize(
     "command",
     ["cat .env", "head -1 sub/.env", "cd sub && cat .env", "cat conf/*", "grep TOKEN .env", "sed -n 1p .env",
-     "cat < .env", "git -C sub status && cat sub/.env"],
+     "cat < .env", "git -C sub status && cat sub/.env", "git show HEAD:.env"],
 )  # fmt: skip
 def test_a_read_deny_rule_denies_a_command_that_names_the_file(project: Path, command: str) -> None:
     rules = {"deny": ["Read(**/.env)", "Read(conf/secret.txt)"], "allow": ["Bash(cat *)", "Bash(head *)"]}
