@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 
+from .claude_settings import ClaudeSettings, ClaudeSettingsFiles, SettingsLocations
 from .definitions import (
     AgentDefinition,
     Catalog,
@@ -22,7 +23,7 @@ from .definitions import (
     tool_base_name,
 )
 from .definitions.validate import NEVER_GRANTED
-from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message, UserMessage
 from .models.base import Model
@@ -40,11 +41,25 @@ from .transcripts import read_history
 if TYPE_CHECKING:
     from .agent_setup import AgentExtras
     from .permissions.policy import PermissionPolicy
+    from .permissions.rules import PermissionRules
 
 logger = logging.getLogger(__name__)
 
 
-def definition_sources(settings: Settings) -> DefinitionSources:
+def settings_locations(settings: Settings) -> SettingsLocations:
+    """Where Claude Code's settings files are for these flags: the user's, the project's, `--settings`, and the
+    managed policy (`--policy-file`, else its default location)."""
+    return SettingsLocations(
+        user=settings.user_settings_file,
+        project_root=settings.working_directory,
+        flag=settings.settings_file,
+        managed=settings.policy_file or settings.managed_settings_file,
+        managed_named=settings.policy_file is not None,
+        sources=tuple(level for level in ("user", "project", "local") if level in settings.setting_sources),
+    )
+
+
+def definition_sources(settings: Settings, settings_files: ClaudeSettingsFiles | None = None) -> DefinitionSources:
     return DefinitionSources(
         builtin_dir=builtin_agents_dir(),
         plugin_dirs=settings.plugin_dirs,
@@ -52,9 +67,30 @@ def definition_sources(settings: Settings) -> DefinitionSources:
         project_root=settings.working_directory,
         extra_dirs=settings.agents_dirs,
         agents_json=settings.agents_json,
-        policy_file=settings.policy_file,
-        settings_file=settings.settings_file,
+        settings_files=settings_files or ClaudeSettingsFiles(settings_locations(settings)),
     )
+
+
+def check_settings_files(settings_files: ClaudeSettingsFiles) -> ClaudeSettings:
+    """Read the settings files once at start: a file named by a flag that is missing, not a JSON object, or holds
+    a rule that does not parse stops the server. Problems in files at default locations are the caller's to log.
+
+    Raises:
+        ConfigError: one line naming the flag, the file and the problem.
+    """
+    snapshot = settings_files.check()
+    flagged = [file for file in snapshot.files if file.level == "flag"]
+    if settings_files.locations.managed_named:
+        flagged += [file for file in snapshot.at("managed") if file.path == settings_files.locations.managed]
+    if flagged:
+        from .permissions.rules import rules_in_file
+
+        for file in flagged:
+            _, problems = rules_in_file(file)
+            if problems:
+                flag = "--settings" if file.level == "flag" else "--policy-file"
+                raise ConfigError(f"{flag} {problems[0]}")
+    return snapshot
 
 
 def secret_values(environ: Mapping[str, str]) -> list[str]:
@@ -107,6 +143,12 @@ def _missing_tool_reason(name: str) -> str:
     return "which this server does not have"
 
 
+def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
+    from .permissions.context import read_filter as policy_read_filter
+
+    return policy_read_filter(policy)
+
+
 def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> ToolGate:
     from .permissions.gate import PermissionGate  # the rule engine loads at the first run, not at start-up
 
@@ -117,7 +159,11 @@ class Subagents:
     def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
-        self.loader = CatalogLoader(definition_sources(settings))
+        self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
+        self._warned: set[str] = set()
+        for problem in check_settings_files(self.settings_files).problems:
+            self._warn_once(f"settings file skipped or partly ignored: {problem}")
+        self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
             limits=TaskLimits(
@@ -132,7 +178,7 @@ class Subagents:
         self._model = model
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
-        self._warned: set[str] = set()
+        self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -255,7 +301,9 @@ class Subagents:
         from .models.profiles import model_profile
 
         cwd = self._working_directory(roots)
-        allowed = (cwd, *(root for root in roots if root != cwd), *extras.extra_roots)
+        claude_settings = self.settings_files.load(cwd)
+        extra = (*roots, *self._additional_directories(claude_settings, cwd), *extras.extra_roots)
+        allowed = tuple(dict.fromkeys((cwd, *extra)))
         provider = self.provider_name
         tools, unknown = select_tools(
             definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools
@@ -278,6 +326,7 @@ class Subagents:
             max_tokens=self.settings.max_tokens,
             compact_threshold=self.settings.compact_threshold,
         )
+        policy = self._permission_policy(definition, cwd, allowed, claude_settings, extra_allow=extras.allow_rules)
         return AgentRun(
             agent=definition.name,
             system=extras.system_prompt(cwd=cwd, model=profile, tool_names=list(tools)),
@@ -289,6 +338,7 @@ class Subagents:
                 env=self._tool_environment(),
                 processes=record.resources.processes,
                 models=self._model_access(model, model_id),
+                readable=read_filter(policy),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=chosen.max_tokens,
@@ -296,7 +346,7 @@ class Subagents:
             effort=chosen.effort,
             compact_threshold=chosen.compact_threshold,
             gate=permission_gate(
-                self._permission_policy(definition, cwd, allowed, extra_allow=extras.allow_rules),
+                policy,
                 agent=definition.name,
                 ask=partial(self.tasks.ask, record),
                 denials=record.resources.denials,
@@ -323,22 +373,66 @@ class Subagents:
 
         return sanitized_environment(self.environ)
 
+    def _additional_directories(self, claude_settings: ClaudeSettings, project: Path) -> list[Path]:
+        """`permissions.additionalDirectories`: folders file tools may use besides the working directory."""
+        home = Path(self.environ.get("HOME") or Path.home())
+        found: list[Path] = []
+        for entry, file in claude_settings.additional_directories:
+            raw = str(home) + entry[1:] if entry == "~" or entry.startswith("~/") else entry
+            folder = (project / raw).resolve()
+            if folder.is_dir():
+                found.append(folder)
+            else:
+                self._warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
+        return found
+
     def _permission_policy(
-        self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...], extra_allow: tuple[str, ...] = ()
+        self,
+        definition: AgentDefinition,
+        cwd: Path,
+        roots: tuple[Path, ...],
+        claude_settings: ClaudeSettings,
+        *,
+        extra_allow: tuple[str, ...] = (),
     ) -> PermissionPolicy:
-        from .permissions import PermissionPolicy, effective_mode, load_rules
+        from .permissions import PermissionPolicy, effective_mode, rules_from_settings
+        from .permissions.protected import ProtectedPaths
         from .permissions.rules import PermissionRules
 
-        rules = load_rules(self.settings.settings_file, self.settings.policy_file)
-        for problem in rules.errors:
-            self._warn_once(f"permission rule ignored: {problem}")
+        if self._rules is None or self._rules[0] is not claude_settings:
+            self._rules = (claude_settings, rules_from_settings(claude_settings))
+        rules = self._rules[1]
         if extra_allow:  # the agent's own memory folder, which it may always read and write
-            rules = rules.merged(PermissionRules.of(allow=extra_allow, source="the agent's memory folder"))
+            memory = PermissionRules.of(allow=extra_allow, source="the agent's memory folder")
+            rules = replace(rules, allow=rules.allow + memory.allow)
+        for problem in (*claude_settings.problems, *rules.errors):
+            self._warn_once(f"settings file skipped or partly ignored: {problem}")
+        default_mode = claude_settings.default_mode
+        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
         return PermissionPolicy(
             cwd=cwd,
-            mode=effective_mode(self.settings.permission_mode, definition.permission_mode),
+            mode=effective_mode(server_mode, definition.permission_mode),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,
             project_root=self.settings.working_directory,
+            protected=ProtectedPaths(
+                files=tuple(os.path.abspath(path) for path in self._configuration_files(cwd)),
+                # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
+                folders=tuple(str(folder) for folder in self._agent_folders() if not cwd.is_relative_to(folder)),
+            ),
         )
+
+    def _configuration_files(self, project: Path) -> list[Path]:
+        """Every settings file of the hierarchy (present or not) and the project's `.mcp.json`."""
+        return [*self.settings_files.locations.paths(project), project / ".mcp.json"]
+
+    def _agent_folders(self) -> list[Path]:
+        settings = self.settings
+        folders = [*settings.agents_dirs, *settings.plugin_dirs]
+        if settings.user_agents_dir is not None:
+            folders.append(settings.user_agents_dir)
+        managed = self.settings_files.locations.managed
+        if managed is not None:
+            folders.append(managed.parent / "managed-settings.d")
+        return [Path(os.path.abspath(folder)) for folder in folders]

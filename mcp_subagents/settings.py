@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
+from .claude_settings import SELECTABLE_LEVELS, default_managed_settings_file
 from .errors import ConfigError
 
 Transport: TypeAlias = Literal["stdio", "sse", "streamable-http"]
@@ -36,6 +37,12 @@ class Settings:
     settings_file: Path | None = None
     policy_file: Path | None = None
     user_agents_dir: Path | None = field(default_factory=lambda: Path.home() / ".claude" / "agents")
+    user_settings_file: Path | None = field(default_factory=lambda: Path.home() / ".claude" / "settings.json")
+    """Claude Code's user settings (`~/.claude/settings.json`)."""
+    managed_settings_file: Path | None = field(default_factory=default_managed_settings_file)
+    """Where the managed policy is looked for when `--policy-file` does not name one."""
+    setting_sources: tuple[str, ...] = SELECTABLE_LEVELS
+    """Which of the user, project and local settings files are read (`--setting-sources`)."""
     model: str = "sonnet"
     provider: str | None = None
     state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
@@ -56,7 +63,8 @@ class Settings:
     model_deadline: float = 900.0
     max_retries: int = 10
     """Retries of a model request that failed for a passing reason (overload, rate limit, 5xx, connection)."""
-    permission_mode: str = "default"
+    permission_mode: str | None = None
+    """`--permission-mode`; None means the settings files' `permissions.defaultMode`, else default."""
     watch_interval: float = 2.0
     """Seconds between checks of the agent files for changes (0 turns the check off)."""
     log_level: str = "INFO"
@@ -166,6 +174,14 @@ def _http_url(raw: str) -> str:
     return raw
 
 
+def _setting_sources(raw: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
+    unknown = [name for name in chosen if name not in SELECTABLE_LEVELS]
+    if unknown:
+        raise ValueError(f"must be a comma-separated list of {', '.join(SELECTABLE_LEVELS)}, got {raw!r}")
+    return chosen
+
+
 SOURCE_OPTIONS: tuple[_Option, ...] = (
     _Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path),
     _Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", _path, repeat=True),
@@ -177,8 +193,30 @@ SOURCE_OPTIONS: tuple[_Option, ...] = (
         repeat=True,
     ),
     _Option("--agents", "agents_json", 'agents as JSON: {"name": {"description", "prompt", ...}}'),
-    _Option("--settings", "settings_file", "Claude Code settings JSON (permissions.allow/ask/deny)", _path),
-    _Option("--policy-file", "policy_file", "managed settings JSON; its agents and deny rules win over all", _path),
+    _Option(
+        "--settings",
+        "settings_file",
+        "one more Claude Code settings file, above the user, project and local ones (must exist)",
+        _path,
+    ),
+    _Option(
+        "--policy-file",
+        "policy_file",
+        "the managed policy file to use instead of the default location; its rules and agents win (must exist)",
+        _path,
+    ),
+    _Option(
+        "--setting-sources",
+        "setting_sources",
+        "which settings files to read: a comma-separated list of user, project, local (default: all three)",
+        _setting_sources,
+    ),
+    _Option(
+        "--managed-settings-file",
+        "managed_settings_file",
+        f"where the managed policy is looked for (default: {default_managed_settings_file()})",
+        _path,
+    ),
 )
 
 RUN_OPTIONS: tuple[_Option, ...] = (
@@ -244,7 +282,7 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     _Option(
         "--permission-mode",
         "permission_mode",
-        "default, acceptEdits, dontAsk, bypassPermissions or plan",
+        "default, acceptEdits, dontAsk, bypassPermissions or plan (default: the settings files' defaultMode)",
         choices=PERMISSION_MODES,
     ),
     _Option(
@@ -357,11 +395,13 @@ def _build(values: dict[str, Any], environ: Mapping[str, str]) -> Settings:
     known = {f.name for f in fields(Settings)}
     values = {k: v for k, v in values.items() if k in known}
     values.setdefault("state_dir", _default_state_dir(environ))
-    if "HOME" in environ:
-        values.setdefault("user_agents_dir", Path(environ["HOME"]) / ".claude" / "agents")
-        values.setdefault("claude_dir", Path(environ["HOME"]) / ".claude")
     if environ.get("CLAUDE_CONFIG_DIR"):
         values["claude_dir"] = Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
+    elif "HOME" in environ:
+        values.setdefault("claude_dir", Path(environ["HOME"]) / ".claude")
+    if "claude_dir" in values:  # the user level of Claude Code's files: agents and settings live there too
+        values.setdefault("user_agents_dir", Path(values["claude_dir"]) / "agents")
+        values.setdefault("user_settings_file", Path(values["claude_dir"]) / "settings.json")
     if values.get("cwd") is not None:
         cwd = Path(values["cwd"]).resolve()
         if not cwd.is_dir():

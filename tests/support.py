@@ -26,6 +26,8 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         state_dir=tmp_path / "state",
         user_agents_dir=tmp_path / "user-agents",
         claude_dir=tmp_path / "claude-home",
+        user_settings_file=tmp_path / "home" / ".claude" / "settings.json",
+        managed_settings_file=tmp_path / "managed" / "managed-settings.json",
     )
     return replace(base, **overrides)
 

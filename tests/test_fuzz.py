@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from mcp_subagents.definitions import parse_definition
 from mcp_subagents.errors import DefinitionError, ToolError
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, RuleError, decide, parse_rule
-from mcp_subagents.permissions.bash import split_command
+from mcp_subagents.permissions.bash import ShellSyntaxError, split_command
+from mcp_subagents.permissions.read_only import read_only
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
 
 FUZZ = settings(
@@ -192,6 +193,50 @@ def test_an_allowed_command_has_only_allowed_parts(sandbox: tuple[Path, Path], c
         assert piece.values[:1] in (("echo",), ()) or piece.text == "git status", (command, piece)
         assert not piece.substitution
         assert "rm" not in piece.values[:1]
+
+
+READ_WORDS = ["ls", "cat", "grep", "-r", "find", "-exec", "-delete", "rm", "sed", "-i", "-n", "1p", "s/a/b/w x",
+              "sort", "-o", "--out", "git", "branch", "-D", "log", "--output=x", "tee", "x", ".env", "/etc/passwd",
+              "$X", "$(id)", "`id`", "{a,b}", "'q'", "PATH=/tmp", "LC_ALL=C", "jq", "env", "xargs", "sh", "-c",
+              "cd", "..", "rg", "--pre", "tree", "uniq", "a", "b", "~", "~root", "*"]  # fmt: skip
+READ_GLUE = [" ", " ", " ", " ", "|", "&&", ";", ">", ">>", "<", "<<<", "2>&1", "\n", "(", ")", "=", "'", '"']
+read_commands = st.lists(st.sampled_from(READ_WORDS) | st.sampled_from(READ_GLUE), max_size=12).map("".join)
+WRITERS = {"rm", "tee", "sh", "env", "xargs", "mv", "cp", "touch"}
+
+
+@FUZZ
+@given(read_commands)
+def test_a_command_classified_read_only_never_holds_a_write_capable_construct(command: str) -> None:
+    try:
+        pieces = split_command(command)
+    except ShellSyntaxError:
+        return
+    for piece in pieces:
+        if read_only(piece) is None:
+            continue
+        values = piece.values
+        assert not piece.substitution and not any(piece.dynamic), command
+        assert not any(redirect.writes for redirect in piece.redirects), command
+        assert not any(value.startswith("PATH=") for value in values), command
+        program = next((value for value in values if "=" not in value), "")
+        assert program not in WRITERS, command
+        assert not (program == "sed" and "-i" in values), command
+        assert not (program == "find" and {"-exec", "-delete"} & set(values)), command
+        assert not (program == "sort" and {"-o", "--out"} & set(values)), command
+        assert not (program == "git" and {"-D", "--output=x"} & set(values)), command
+        assert not (program == "rg" and "--pre" in values), command
+
+
+@FUZZ
+@given(read_commands)
+def test_without_rules_default_mode_allows_only_commands_whose_every_part_only_reads(
+    sandbox: tuple[Path, Path], command: str
+) -> None:
+    verdict = decide(PermissionPolicy(cwd=sandbox[0]), "Bash", {"command": command})
+    if verdict.decision != "allow":
+        return
+    for piece in split_command(command):
+        assert read_only(piece) is not None, (command, piece)
 
 
 # --- built-in tools ------------------------------------------------------------------------------

@@ -147,22 +147,41 @@ async def test_plan_mode_is_read_only(tmp_path: Path) -> None:
     assert "plan mode is read-only" in body
 
 
-async def test_a_definition_can_narrow_but_never_widen_the_server_mode(tmp_path: Path) -> None:
+async def test_an_accept_edits_agent_writes_under_a_default_mode_server(tmp_path: Path) -> None:
+    # Claude Code 2.1.328 (capture accept_edits.cc.json): the editor's Write goes through in a default session.
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    write_agent(settings.cwd / ".claude" / "agents", "editor", extra="permissionMode: acceptEdits\n")
+    model = ScriptedModel(
+        [
+            tool_call("Write", {"file_path": "out.txt", "content": "x"}),
+            tool_call("Bash", {"command": "make"}),
+            text("ok"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", {**TASK, "subagent_type": "editor"})
+    written, ran = (req.messages[-1].results[0] for req in model.requests[1:])  # type: ignore[union-attr]
+    assert not written.is_error and (settings.cwd / "out.txt").read_text(encoding="utf-8") == "x"
+    assert ran.is_error and "needs approval in acceptEdits mode" in ran.content  # commands still ask
+
+
+async def test_an_agent_file_never_widens_past_its_rule(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, permission_mode="bypassPermissions")
     assert settings.cwd is not None
     agents = settings.cwd / ".claude" / "agents"
     write_agent(agents, "planner", extra="permissionMode: plan\n")
     model = ScriptedModel([tool_call("Write", {"file_path": "x.txt", "content": "x"}), report_results])
     async with connected(settings, model=model) as client:
-        narrowed = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "planner"}))
-    assert "plan mode is read-only" in narrowed
+        kept = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "planner"}))
+    assert "OK: File created" in kept  # as in Claude Code, a bypassPermissions server keeps its mode
 
-    strict = make_settings(tmp_path, permission_mode="dontAsk")
     write_agent(agents, "yolo", extra="permissionMode: bypassPermissions\n")
-    model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
-    async with connected(strict, model=model) as client:
-        widened = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "yolo"}))
-    assert "Permission denied" in widened
+    for server_mode in ("default", "dontAsk"):
+        model = ScriptedModel([tool_call("Bash", {"command": "make"}), report_results])
+        async with connected(make_settings(tmp_path, permission_mode=server_mode), model=model) as client:
+            widened = text_of(await client.call_tool("Task", {**TASK, "subagent_type": "yolo"}))
+        assert "Permission denied" in widened, server_mode
 
 
 async def test_dont_ask_mode_denies_without_asking(tmp_path: Path) -> None:
@@ -217,3 +236,42 @@ async def test_the_foreground_question_is_not_asked_after_handover(tmp_path: Pat
         task_id = handed.split("Task ")[1].split()[0]
         body = text_of(await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 5000}))
     assert "Permission denied" in body and host.questions == []
+
+
+async def test_the_servers_own_configuration_is_not_writable_even_in_bypass_mode(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    assert settings.cwd is not None and settings.user_settings_file is not None
+    user_settings = settings.user_settings_file
+    model = ScriptedModel(
+        [
+            tool_call(
+                "Write", {"file_path": ".claude/settings.json", "content": '{"permissions": {"allow": ["Bash"]}}'}
+            ),
+            tool_call("Write", {"file_path": str(user_settings), "content": "{}"}),
+            tool_call("Bash", {"command": "mkdir -p .git/hooks && echo 'touch pwned' > .git/hooks/pre-commit"}),
+            tool_call("Write", {"file_path": "notes.txt", "content": "fine"}),
+            text("done"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", TASK)
+    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    assert [r.is_error for r in results] == [True, True, True, False]
+    assert not (settings.cwd / ".claude").exists() and not user_settings.exists()
+    assert not (settings.cwd / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_read_only_commands_run_and_writing_ones_ask_as_in_claude_code(tmp_path: Path) -> None:
+    # The commands of the bash_default capture: Claude Code 2.1.328 ran the first four and asked for the last two.
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    (settings.cwd / "notes.txt").write_text("the secret is here\n", encoding="utf-8")
+    commands = ["ls", "cat notes.txt", "grep -n secret notes.txt", "git status --short", "echo hi > made.txt",
+                "touch made2.txt"]  # fmt: skip
+    model = ScriptedModel([*(tool_call("Bash", {"command": command}) for command in commands), text("done")])
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", TASK)
+    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    assert [r.is_error and "Permission denied" in r.content for r in results] == [False] * 4 + [True] * 2
+    assert "1:the secret is here" in results[2].content
+    assert not (settings.cwd / "made.txt").exists() and not (settings.cwd / "made2.txt").exists()

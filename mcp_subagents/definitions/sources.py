@@ -1,8 +1,9 @@
 """Where agent definitions come from, which one wins, and a loader that rescans cheaply.
 
 Priority, lowest first: built-in < plugins < user < project (`.claude/agents`, then `.agents/agents`) <
-`--agents-dir` folders in order < `--agents` JSON < policy. A later definition replaces an earlier one with the
-same name. Deny rules (`Task(X)` / `Agent(X)` in `permissions.deny`) then remove agents.
+`--agents-dir` folders in order < `--agents` JSON < the managed policy's `agents`. A later definition replaces an
+earlier one with the same name. Deny rules (`Task(X)` / `Agent(X)` in `permissions.deny` of any settings file)
+then remove agents. The settings files are read by `claude_settings.ClaudeSettingsFiles`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TypeAlias
 
+from ..claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..errors import DefinitionError, UnknownAgentError
 from ..messages import JsonObject
 from ._coerce import as_list, as_object
@@ -28,7 +30,6 @@ __all__ = ["Catalog", "CatalogLoader", "DefinitionSources", "LoadError", "builti
 
 logger = logging.getLogger(__name__)
 
-_DENY_RULE = re.compile(r"\s*(?:Task|Agent)\s*\(\s*(.+?)\s*\)\s*")
 _PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _MANIFEST = os.path.join(".claude-plugin", "plugin.json")
 
@@ -53,10 +54,9 @@ class DefinitionSources:
     """`--agents-dir` folders (or single `.md` files), later ones winning."""
     agents_json: str | None = None
     """The `--agents` JSON: `{"name": {"description", "prompt", ...}}`."""
-    policy_file: Path | None = None
-    """Managed settings JSON: its `agents` (same shape as `--agents`) win over everything; its deny list applies."""
-    settings_file: Path | None = None
-    """Claude Code settings JSON whose `permissions.deny` may hold `Task(Name)` / `Agent(Name)`."""
+    settings_files: ClaudeSettingsFiles | None = None
+    """The Claude Code settings hierarchy: the managed policy's `agents` (same shape as `--agents`) win over
+    everything, and `Task(Name)` / `Agent(Name)` in any `permissions.deny` removes an agent."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,8 +116,9 @@ class CatalogLoader:
     def load(self) -> Catalog:
         """Scan every source. Never raises for a bad file: those end up in `Catalog.errors`."""
         scan = _Scan(self._files, self._json)
-        found = self._collect(scan)
-        deny_targets = {target for path in self._deny_sources() for target in _deny_targets(scan.json(os.fspath(path)))}
+        settings = self.sources.settings_files.load() if self.sources.settings_files is not None else ClaudeSettings()
+        found = self._collect(scan, settings)
+        deny_targets = settings.denied_agents
         self._files, self._json = scan.new_files, scan.new_json
 
         chosen: dict[str, AgentDefinition] = {}
@@ -140,7 +141,7 @@ class CatalogLoader:
             overridden=tuple(overridden),
         )
 
-    def _collect(self, scan: _Scan) -> list[AgentDefinition]:
+    def _collect(self, scan: _Scan, settings: ClaudeSettings) -> list[AgentDefinition]:
         """All definitions, lowest priority first."""
         sources = self.sources
         if sources.builtin_dir is not None:
@@ -163,15 +164,8 @@ class CatalogLoader:
                 self._flag_agents = parse_json_agents(sources.agents_json, source="flag", origin="--agents")
             scan.found.extend(self._flag_agents[0])
             scan.errors.extend(self._flag_agents[1])
-        if sources.policy_file is not None:
-            scan.policy(sources.policy_file)
+        scan.policy(settings)
         return scan.found
-
-    def _deny_sources(self) -> Iterator[Path]:
-        if self.sources.settings_file is not None:
-            yield self.sources.settings_file
-        if self.sources.policy_file is not None:
-            yield self.sources.policy_file
 
 
 class _Scan:
@@ -240,11 +234,14 @@ class _Scan:
             else:
                 self.error(LoadError(manifest_path, f"'agents' lists {entry!r}, which does not exist"))
 
-    def policy(self, path: Path) -> None:
-        settings = self.json(os.fspath(path))
-        if settings is None or "agents" not in settings:
+    def policy(self, settings: ClaudeSettings) -> None:
+        """The managed policy's agents, and the settings files that could not be used (reported with the rest)."""
+        for problem in settings.problems:
+            self.error(LoadError(problem.path, problem.message))
+        agents = settings.managed_agents
+        if agents is None:
             return
-        definitions, errors = parse_json_agents(settings["agents"], source="policy", origin=str(path))
+        definitions, errors = parse_json_agents(agents[0], source="policy", origin=agents[1])
         self.found.extend(definitions)
         for error in errors:
             self.error(error)
@@ -387,14 +384,3 @@ def _same_folder(first: str | Path, second: str | Path) -> bool:
         return os.path.samefile(first, second)
     except OSError:
         return False
-
-
-def _deny_targets(settings: JsonObject | None) -> set[str]:
-    permissions = as_object(settings.get("permissions")) if settings is not None else None
-    rules = as_list(permissions.get("deny")) if permissions is not None else None
-    targets: set[str] = set()
-    for rule in rules or ():
-        match = _DENY_RULE.fullmatch(rule) if isinstance(rule, str) else None
-        if match is not None:
-            targets.add(match.group(1))
-    return targets

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .agent_map import agent_map_problems, agent_map_verdict
     from .modes import MODES, effective_mode, normalize_mode
     from .policy import READ_ONLY_TOOLS, PermissionPolicy, decide
-    from .rules import PermissionRule, PermissionRules, RuleError, load_rules, parse_rule
+    from .rules import PermissionRule, PermissionRules, RuleError, parse_rule, rules_from_settings
     from .verdict import Decision, Verdict
 
 _HOMES = {
@@ -28,9 +28,9 @@ _HOMES = {
     "agent_map_verdict": "agent_map",
     "decide": "policy",
     "effective_mode": "modes",
-    "load_rules": "rules",
     "normalize_mode": "modes",
     "parse_rule": "rules",
+    "rules_from_settings": "rules",
 }
 
 __all__ = [
@@ -46,9 +46,9 @@ __all__ = [
     "agent_map_verdict",
     "decide",
     "effective_mode",
-    "load_rules",
     "normalize_mode",
     "parse_rule",
+    "rules_from_settings",
 ]
 
 

@@ -1,25 +1,36 @@
-"""Splitting a shell command line into the simple commands it runs, for permission checks.
+"""The command model for permission checks: the simple commands of a command line, and the texts deny and ask
+rules are matched against (wrappers such as `sudo` or `env` removed, code inside substitutions and `sh -c`).
 
-The parser is deliberately conservative. What it does not understand raises `ShellSyntaxError`, and
-the caller then asks instead of allowing. Splitting too much is safe (every piece must be allowed),
-so grouping characters such as `(`, `)` and `{` are treated as separators too.
+The lexer itself lives in `shell_lexer`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
-_BLANKS = " \t"
-_WORD_BREAK = " \t\n;&|()<>"
-_DEV_NULL_LIKE = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
-_RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"})
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+from .shell_lexer import Redirect, ShellSyntaxError, SimpleCommand, split_command
+
+__all__ = [
+    "SHELLS",
+    "WRAPPERS",
+    "Redirect",
+    "ShellSyntaxError",
+    "SimpleCommand",
+    "command_start",
+    "inner_commands",
+    "matching_variants",
+    "printed_text",
+    "program_name",
+    "shell_input",
+    "split_command",
+]
+
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "busybox-sh"})
+_SHELL_OPTIONS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+_FIND_RUNNERS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _MAX_NESTING = 3
-_MAX_GROUP_DEPTH = 32
 
 WRAPPERS: dict[str, frozenset[str]] = {
     "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"}),
@@ -36,74 +47,66 @@ WRAPPERS: dict[str, frozenset[str]] = {
     "exec": frozenset({"-a"}),
     "xargs": frozenset({"-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-a", "-E", "-e"}),
     "watch": frozenset({"-n", "-d"}),
+    "busybox": frozenset(),
+    "setsid": frozenset(),
+    "unbuffer": frozenset(),
 }
 """Commands that run the command after them; option names that take a value are listed."""
 
 
-class ShellSyntaxError(ValueError):
-    """The command uses shell syntax this parser does not follow (or is not valid shell)."""
+def program_name(word: str) -> str:
+    """The program a command word runs, as rules name it: `/bin/rm` and `./rm` are `rm`."""
+    return word.rsplit("/", 1)[-1]
 
 
-@dataclass(frozen=True, slots=True)
-class Redirect:
-    target: str
-    """The file name with quotes removed."""
-    writes: bool
-    known: bool
-    """False when the name holds expansions (`$VAR`, globs, `~user`), so the file cannot be known in advance."""
-
-
-@dataclass(frozen=True, slots=True)
-class SimpleCommand:
-    words: tuple[str, ...]
-    """The words as written, quotes kept; redirections and leading reserved words removed."""
-    values: tuple[str, ...]
-    """The same words with quotes and escapes removed."""
-    redirects: tuple[Redirect, ...] = ()
-    substitution: bool = False
-    """Command or process substitution (`$(...)`, backticks, `<(...)`) runs code inside this command."""
-    scripts: tuple[str, ...] = ()
-    """The code inside those substitutions, for deny and ask rules to look into."""
-
-    @property
-    def text(self) -> str:
-        """The command as matched against rules: its words joined by single spaces."""
-        return " ".join(self.words)
-
-    @property
-    def value_text(self) -> str:
-        return " ".join(self.values)
-
-
-def split_command(command: str) -> tuple[SimpleCommand, ...]:
-    """The simple commands of a command line, split at `&&`, `||`, `;`, `|`, `&`, newlines and parentheses.
-
-    Raises:
-        ShellSyntaxError: an unterminated quote or substitution, a redirection without a target, a missing
-            here-document end, or an expansion this parser does not follow.
-    """
-    return _Scanner(command).run()
-
-
-def matching_variants(command: SimpleCommand, *, depth: int = 0) -> Iterator[str]:
+def matching_variants(command: SimpleCommand, *, fed: str | None = None, depth: int = 0) -> Iterator[str]:
     """Texts a deny or ask rule is matched against: the command, the command without quotes, the command
-    after wrappers such as `sudo`, `env X=1`, `timeout 5`, and the commands inside substitutions, `sh -c '...'`
-    and `eval`."""
+    after wrappers such as `sudo`, `env X=1`, `timeout 5`, with a path program written by its name (`/bin/rm` is
+    `rm`), and the commands inside substitutions, `sh -c '...'`, `eval`, `find -exec` and what a shell reads
+    from a here-document, a here-string or a pipe (`fed`: the text the command before it printed)."""
     yield command.text
     yield command.value_text
-    for start in _wrapped_starts(command.values):
-        yield " ".join(command.words[start:])
-        yield " ".join(command.values[start:])
+    for start in (0, *_wrapped_starts(command.values)):
+        if start:
+            yield " ".join(command.words[start:])
+            yield " ".join(command.values[start:])
+        if start < len(command.values) and "/" in command.values[start]:
+            yield " ".join((program_name(command.values[start]), *command.values[start + 1 :]))
     if depth >= _MAX_NESTING:
         return
-    shell_script = _inner_script(command.values)
-    for script in (*command.scripts, *([shell_script] if shell_script is not None else [])):
+    for inner in inner_commands(command, fed=fed):
+        yield from matching_variants(inner, depth=depth + 1)
+
+
+def inner_commands(command: SimpleCommand, *, fed: str | None = None) -> Iterator[SimpleCommand]:
+    """The commands this command runs in turn, as far as the command line shows them: those in its
+    substitutions, `sh -c '...'`, `eval`, `find -exec`, and what a shell reads from a here-document, a here-string
+    or a pipe (`fed`). Code that does not parse is skipped: the outer command is judged as opaque instead."""
+    for inner_values in _found_commands(command.values):
+        yield SimpleCommand(words=inner_values, values=inner_values)
+    for script in (*command.scripts, *_inner_scripts(command, fed)):
         try:
-            inner = split_command(script)
+            yield from split_command(script)
         except ShellSyntaxError:
             continue
-        for piece in inner:
-            yield from matching_variants(piece, depth=depth + 1)
+
+
+def printed_text(command: SimpleCommand) -> str | None:
+    """What `echo`, `printf` or `cat` with a here-document writes to a pipe, when the command line shows it."""
+    values = command.values[command_start(command.values) :]
+    if not values:
+        return None
+    program = program_name(values[0])
+    if program in ("echo", "printf"):
+        return " ".join(word for word in values[1:] if program == "printf" or word not in ("-n", "-e", "-E"))
+    if program == "cat" and len(values) == 1 and command.stdin:
+        return "\n".join(command.stdin)
+    return None
+
+
+def command_start(values: tuple[str, ...]) -> int:
+    """Where the program that really runs starts, after variable assignments and wrappers such as `sudo`."""
+    return max((0, *_wrapped_starts(values)))
 
 
 def _wrapped_starts(values: tuple[str, ...]) -> Iterator[int]:
@@ -114,7 +117,7 @@ def _wrapped_starts(values: tuple[str, ...]) -> Iterator[int]:
             index += 1
             yield index
             continue
-        options = WRAPPERS.get(word)
+        options = WRAPPERS.get(program_name(word))
         if options is None:
             return
         index += 1
@@ -125,404 +128,99 @@ def _wrapped_starts(values: tuple[str, ...]) -> Iterator[int]:
                 break
             if option in options and index < len(values):
                 index += 1
-        if word == "timeout" and index < len(values):
+        if program_name(word) == "timeout" and index < len(values):
             index += 1
         yield index
 
 
-def _inner_script(values: tuple[str, ...]) -> str | None:
-    starts = [0, *_wrapped_starts(values)]
-    for start in starts:
-        rest = list(values[start:])
+def _inner_scripts(command: SimpleCommand, fed: str | None) -> Iterator[str]:
+    """Code the command hands to a shell: `eval ...`, `sh -c '...'`, `env -S '...'`, `watch '...'`, and for a
+    shell that reads its input, the here-documents, here-strings and piped text it would run."""
+    values = command.values
+    for start in (0, *_wrapped_starts(values)):
+        rest = values[start:]
         if not rest:
             continue
-        if rest[0] == "eval" and len(rest) > 1:
-            return " ".join(rest[1:])
-        if rest[0].rsplit("/", 1)[-1] in _SHELLS:
-            for index, word in enumerate(rest[1:-1], start=1):
-                if not word.startswith("-"):
-                    break
-                if not word.startswith("--") and "c" in word:
-                    return rest[index + 1]
-    return None
+        program = program_name(rest[0])
+        if program == "eval" and len(rest) > 1:
+            yield " ".join(rest[1:])
+        elif program == "watch" and len(rest) > 1:
+            yield " ".join(word for word in rest[1:] if not word.startswith("-"))
+        elif program == "env":
+            yield from _env_split_strings(rest)
+        elif program in SHELLS:
+            how, script = shell_input(rest)
+            if how == "string" and script is not None:
+                yield script
+            elif how == "stdin":
+                yield from command.stdin
+                if fed is not None:
+                    yield fed
 
 
-@dataclass(slots=True)
-class _Word:
-    raw: str
-    value: str
-    substitution: bool
-    known: bool
+def shell_input(values: tuple[str, ...]) -> tuple[str, str | None]:
+    """How a shell invocation (`values[0]` is the shell) gets its code: ("string", code) for `-c`, ("file", path)
+    for a script file, ("stdin", None) when it reads its input."""
+    index, command_string = 1, False
+    while index < len(values):
+        word = values[index]
+        if word == "--":
+            index += 1
+            break
+        if word in _SHELL_OPTIONS_WITH_VALUE:
+            index += 2
+            continue
+        if word.startswith("--"):
+            index += 1
+            continue
+        if len(word) > 1 and word[0] in "-+":
+            command_string = command_string or (word[0] == "-" and "c" in word[1:])
+            index += 1
+            continue
+        break
+    operand = values[index] if index < len(values) else None
+    if command_string:
+        return "string", operand
+    if operand is None or operand == "-":
+        return "stdin", None
+    return "file", operand
 
 
-@dataclass(slots=True)
-class _Builder:
-    words: list[_Word] = field(default_factory=lambda: [])
-    redirects: list[Redirect] = field(default_factory=lambda: [])
-    substitution: bool = False
-    scripts: list[str] = field(default_factory=lambda: [])
-
-    def build(self) -> SimpleCommand | None:
-        words = list(self.words)
-        while words and words[0].raw in _RESERVED:
-            words.pop(0)
-        raws = tuple(word.raw for word in words)
-        if _is_for_header(raws) and not self.substitution and not self.redirects:
-            return None
-        if not raws and not self.redirects and not self.substitution:
-            return None
-        return SimpleCommand(
-            words=raws,
-            values=tuple(word.value for word in words),
-            redirects=tuple(self.redirects),
-            substitution=self.substitution,
-            scripts=tuple(self.scripts),
-        )
+def _env_split_strings(values: tuple[str, ...]) -> Iterator[str]:
+    for index, word in enumerate(values):
+        if word in ("-S", "--split-string") and index + 1 < len(values):
+            yield values[index + 1]
+        elif word.startswith("--split-string="):
+            yield word.partition("=")[2]
+        elif word.startswith("-S") and len(word) > 2:
+            yield word[2:]
 
 
-def _is_for_header(words: tuple[str, ...]) -> bool:
-    """`for NAME in WORDS` runs nothing by itself (substitutions in WORDS are flagged separately)."""
-    if len(words) < 2 or words[0] not in ("for", "select") or not _NAME.fullmatch(words[1]):
-        return False
-    return len(words) == 2 or words[2] == "in"
+def _found_commands(values: tuple[str, ...]) -> Iterator[tuple[str, ...]]:
+    """The commands `find` runs: `-exec cmd ... ;` and its kin, and `-delete` as the `rm` it amounts to."""
+    start = command_start(values)
+    if start >= len(values) or program_name(values[start]) != "find":
+        return
+    rest = values[start + 1 :]
+    places = tuple(word for word in _leading_operands(rest)) or (".",)
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word in _FIND_RUNNERS:
+            end = index + 1
+            while end < len(rest) and rest[end] not in (";", "+"):
+                end += 1
+            if end > index + 1:
+                yield rest[index + 1 : end]
+            index = end
+        elif word == "-delete":
+            yield ("rm", "-rf", *places)
+            yield ("rm", *places)
+        index += 1
 
 
-@dataclass(slots=True)
-class _Heredoc:
-    delimiter: str
-    strip_tabs: bool
-    quoted: bool
-    owner: _Builder
-
-
-class _Scanner:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-        self.builders: list[_Builder] = []
-        self.current = _Builder()
-        self.heredocs: list[_Heredoc] = []
-        self.depth = 0
-
-    def run(self) -> tuple[SimpleCommand, ...]:
-        text = self.text
-        while True:
-            self._skip_blanks()
-            if self.pos >= len(text):
-                break
-            char = text[self.pos]
-            if char == "\n":
-                self.pos += 1
-                self._read_heredocs()
-                self._end_command()
-            elif char == "#":
-                end = text.find("\n", self.pos)
-                self.pos = len(text) if end < 0 else end
-            elif char in ";|()" or (char == "&" and self._peek(1) != ">"):
-                self._operator(char)
-            elif char in "<>&" and not (char in "<>" and self._peek(1) == "("):
-                self._redirect()
-            else:
-                word = self._word()
-                if word.raw.isdigit() and self.pos < len(text) and text[self.pos] in "<>":
-                    self._redirect()
-                else:
-                    self._add(word)
-        if self.heredocs:
-            raise ShellSyntaxError(f"here-document without its end line '{self.heredocs[0].delimiter}'")
-        self._end_command()
-        built = (builder.build() for builder in self.builders)
-        return tuple(command for command in built if command is not None)
-
-    def _peek(self, offset: int) -> str:
-        index = self.pos + offset
-        return self.text[index] if index < len(self.text) else ""
-
-    def _skip_blanks(self) -> None:
-        while self.pos < len(self.text):
-            if self.text[self.pos] in _BLANKS:
-                self.pos += 1
-            elif self.text.startswith("\\\n", self.pos):
-                self.pos += 2
-            else:
-                break
-
-    def _add(self, word: _Word) -> None:
-        self.current.words.append(word)
-        self.current.substitution = self.current.substitution or word.substitution
-
-    def _end_command(self) -> None:
-        self.builders.append(self.current)
-        self.current = _Builder()
-
-    def _operator(self, char: str) -> None:
-        self.pos += 1
-        following = self._peek(0)
-        if char == ";":
-            while self._peek(0) in (";", "&"):
-                self.pos += 1
-        elif (char == "&" and following == "&") or (char == "|" and following in ("|", "&")):
-            self.pos += 1
-        self._end_command()
-
-    def _redirect(self) -> None:
-        text, start = self.text, self.pos
-        for operator, writes in (("&>>", True), ("&>", True), ("<>", True), (">>", True), (">|", True)):
-            if text.startswith(operator, start):
-                self.pos += len(operator)
-                self._file_redirect(writes=writes)
-                return
-        if text.startswith("<<<", start):
-            self.pos += 3
-            self._add_substitution_of(self._target_word())
-        elif text.startswith("<<", start):
-            strip_tabs = text.startswith("<<-", start)
-            self.pos += 3 if strip_tabs else 2
-            word = self._target_word()
-            quoted = word.raw != word.value
-            self.heredocs.append(_Heredoc(word.value, strip_tabs, quoted, self.current))
-        elif text.startswith((">&", "<&"), start):
-            self.pos += 2
-            word = self._target_word()
-            if re.fullmatch(r"\d*-?", word.value) and word.raw == word.value:
-                return
-            if text[start] == "<":
-                raise ShellSyntaxError(f"unsupported redirection '<&{word.raw}'")
-            self._record(word, writes=True)
-        else:
-            self.pos += 1
-            self._file_redirect(writes=text[start] == ">")
-
-    def _file_redirect(self, *, writes: bool) -> None:
-        self._record(self._target_word(), writes=writes)
-
-    def _record(self, word: _Word, *, writes: bool) -> None:
-        self._add_substitution_of(word)
-        if writes and word.value in _DEV_NULL_LIKE and word.known:
+def _leading_operands(words: tuple[str, ...]) -> Iterator[str]:
+    for word in words:
+        if word.startswith(("-", "(", "!")) or word in ("(", ")", "!"):
             return
-        self.current.redirects.append(Redirect(target=word.value, writes=writes, known=word.known))
-
-    def _add_substitution_of(self, word: _Word) -> None:
-        self.current.substitution = self.current.substitution or word.substitution
-
-    def _target_word(self) -> _Word:
-        self._skip_blanks()
-        if self.pos >= len(self.text):
-            raise ShellSyntaxError("a redirection has no file name")
-        char = self.text[self.pos]
-        if char in _WORD_BREAK and not (char in "<>" and self._peek(1) == "("):
-            raise ShellSyntaxError("a redirection has no file name")
-        return self._word()
-
-    def _word(self) -> _Word:
-        text, start = self.text, self.pos
-        value: list[str] = []
-        substitution = False
-        known = True
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char in "<>" and self.pos == start and self._peek(1) == "(":
-                self.pos += 1
-                self._group()
-                substitution, known = True, False
-            elif char in _WORD_BREAK:
-                break
-            elif char == "\\":
-                self._backslash(value)
-            elif char == "'":
-                value.append(self._single_quoted())
-            elif char == '"':
-                found, expanded = self._double_quoted(value)
-                substitution = substitution or found
-                known = known and not expanded
-            elif char == "`":
-                self._backticks()
-                substitution, known = True, False
-            elif char == "$":
-                found = self._dollar(value)
-                substitution = substitution or found
-                known = False
-            else:
-                if char in "*?[" or (char == "~" and self.pos == start):
-                    known = False
-                value.append(char)
-                self.pos += 1
-        raw = text[start : self.pos].replace("\\\n", "")
-        return _Word(raw=raw, value="".join(value), substitution=substitution, known=known)
-
-    def _backslash(self, value: list[str]) -> None:
-        following = self._peek(1)
-        if following == "":
-            value.append("\\")
-            self.pos += 1
-            return
-        if following != "\n":
-            value.append(following)
-        self.pos += 2
-
-    def _single_quoted(self) -> str:
-        end = self.text.find("'", self.pos + 1)
-        if end < 0:
-            raise ShellSyntaxError("unterminated single quote")
-        content = self.text[self.pos + 1 : end]
-        self.pos = end + 1
-        return content
-
-    def _double_quoted(self, value: list[str]) -> tuple[bool, bool]:
-        """Consume a "..." string; returns (has a substitution, has any expansion)."""
-        text = self.text
-        self.pos += 1
-        substitution = expanded = False
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char == '"':
-                self.pos += 1
-                return substitution, expanded
-            if char == "\\":
-                following = self._peek(1)
-                if following in ('"', "\\", "$", "`"):
-                    value.append(following)
-                    self.pos += 2
-                elif following == "\n":
-                    self.pos += 2
-                else:
-                    value.append("\\")
-                    self.pos += 1
-            elif char == "`":
-                self._backticks()
-                substitution = expanded = True
-            elif char == "$" and self._peek(1) in ("(", "{"):
-                substitution = self._dollar(value) or substitution
-                expanded = True
-            else:
-                if char == "$":
-                    expanded = True
-                value.append(char)
-                self.pos += 1
-        raise ShellSyntaxError("unterminated double quote")
-
-    def _dollar(self, value: list[str]) -> bool:
-        """Consume `$...` at the cursor; returns True for a command substitution."""
-        following = self._peek(1)
-        if following == "(":
-            self.pos += 1
-            self._group()
-            return True
-        if following == "{":
-            self._braced_parameter()
-            return False
-        if following == "'":
-            self.pos += 1
-            self._ansi_c_quoted(value)
-            return False
-        value.append("$")
-        self.pos += 1
-        return False
-
-    def _group(self) -> None:
-        """Skip `( ... )` with the cursor on `(`, respecting quotes and nesting; its content is kept as a script."""
-        if self.depth >= _MAX_GROUP_DEPTH:
-            raise ShellSyntaxError("substitutions are nested too deeply")
-        self.depth += 1
-        try:
-            self._skip_group()
-        finally:
-            self.depth -= 1
-
-    def _skip_group(self) -> None:
-        text = self.text
-        start = self.pos
-        depth = 0
-        scratch: list[str] = []
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char == "\\":
-                self.pos += 2
-            elif char == "'":
-                self._single_quoted()
-            elif char == '"':
-                self._double_quoted(scratch)
-            elif char == "`":
-                self._backticks()
-            elif char == "(":
-                depth += 1
-                self.pos += 1
-            elif char == ")":
-                depth -= 1
-                self.pos += 1
-                if depth == 0:
-                    self.current.scripts.append(text[start + 1 : self.pos - 1])
-                    return
-            else:
-                self.pos += 1
-        raise ShellSyntaxError("unterminated command substitution '$('")
-
-    def _backticks(self) -> None:
-        text = self.text
-        self.pos += 1
-        start = self.pos
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char == "\\":
-                self.pos += 2
-            elif char == "`":
-                self.current.scripts.append(text[start : self.pos])
-                self.pos += 1
-                return
-            else:
-                self.pos += 1
-        raise ShellSyntaxError("unterminated backtick substitution")
-
-    def _braced_parameter(self) -> None:
-        text = self.text
-        self.pos += 2
-        depth = 1
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char in "'\"`" or (char == "$" and self._peek(1) == "("):
-                raise ShellSyntaxError("quotes or substitutions inside '${...}' are not supported")
-            if char == "\\":
-                self.pos += 2
-                continue
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-                if depth == 0:
-                    self.pos += 1
-                    return
-            self.pos += 1
-        raise ShellSyntaxError("unterminated '${'")
-
-    def _ansi_c_quoted(self, value: list[str]) -> None:
-        text = self.text
-        self.pos += 1
-        while self.pos < len(text):
-            char = text[self.pos]
-            if char == "\\":
-                value.append(text[self.pos : self.pos + 2])
-                self.pos += 2
-            elif char == "'":
-                self.pos += 1
-                return
-            else:
-                value.append(char)
-                self.pos += 1
-        raise ShellSyntaxError("unterminated $'...' string")
-
-    def _read_heredocs(self) -> None:
-        text = self.text
-        for heredoc in self.heredocs:
-            while True:
-                if self.pos >= len(text):
-                    raise ShellSyntaxError(f"here-document without its end line '{heredoc.delimiter}'")
-                end = text.find("\n", self.pos)
-                end = len(text) if end < 0 else end
-                line = text[self.pos : end]
-                self.pos = min(end + 1, len(text))
-                if (line.lstrip("\t") if heredoc.strip_tabs else line) == heredoc.delimiter:
-                    break
-                if not heredoc.quoted and ("$(" in line or "`" in line):
-                    heredoc.owner.substitution = True
-                    heredoc.owner.scripts.append(line)
-        self.heredocs.clear()
+        yield word

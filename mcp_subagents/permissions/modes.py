@@ -15,12 +15,20 @@ def normalize_mode(mode: str | None) -> str:
     return mode if mode in MODES else "default"
 
 
-def effective_mode(server_mode: str, definition_mode: str | None) -> str:
-    """The narrower of the server's mode and the agent definition's: a definition can never widen the server's.
+SERVER_MODES_THAT_WIN: frozenset[str] = frozenset({"bypassPermissions", "acceptEdits", "plan"})
+"""A server in one of these modes keeps it for every agent, whatever the agent file says."""
 
-    Narrowest first: plan, dontAsk, default, acceptEdits, bypassPermissions.
+
+def effective_mode(server_mode: str, definition_mode: str | None) -> str:
+    """The mode an agent runs in, by Claude Code's rule.
+
+    An agent file's `permissionMode` applies when the server runs in default or dontAsk mode: `acceptEdits`,
+    `plan`, `dontAsk` and `default` take effect for that agent. When the server runs in bypassPermissions,
+    acceptEdits or plan, the server's mode stands. `bypassPermissions` in a file never takes effect on a server
+    that is not itself in bypassPermissions mode.
     """
     server = normalize_mode(server_mode)
-    if definition_mode is None:
+    if definition_mode is None or server in SERVER_MODES_THAT_WIN:
         return server
-    return min(server, normalize_mode(definition_mode), key=MODES.index)
+    agent = normalize_mode(definition_mode)
+    return server if agent == "bypassPermissions" else agent

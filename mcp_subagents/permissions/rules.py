@@ -11,9 +11,9 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
+from ..claude_settings import ClaudeSettings, SettingsFile
 from ..errors import ConfigError
 from ..tools import AGENT_TOOLS
 from .modes import MODE_ALIASES, MODES
@@ -168,11 +168,11 @@ class PermissionRules:
     ask: tuple[PermissionRule, ...] = ()
     deny: tuple[PermissionRule, ...] = ()
     errors: tuple[str, ...] = ()
-    """Entries and files that could not be used, each with its file and reason. Never fatal."""
-    default_mode: str | None = None
-    """`permissions.defaultMode`, the managed policy's winning over the settings file's."""
+    """Entries that could not be used, each with its file and reason. Never fatal here."""
     bypass_disabled: bool = False
     """`permissions.disableBypassPermissionsMode: "disable"`: bypassPermissions acts as default."""
+    deny_instead_of_prompting: bool = False
+    """`permissions.denyInsteadOfPrompting: true`: a call that would ask is denied."""
 
     @classmethod
     def of(
@@ -192,56 +192,45 @@ class PermissionRules:
     def listed(self, rule_list: RuleList) -> tuple[PermissionRule, ...]:
         return {"allow": self.allow, "ask": self.ask, "deny": self.deny}[rule_list]
 
-    def merged(self, other: PermissionRules) -> PermissionRules:
-        """These rules plus `other`'s; `other`'s default mode wins when it has one."""
-        return PermissionRules(
-            allow=self.allow + other.allow,
-            ask=self.ask + other.ask,
-            deny=self.deny + other.deny,
-            errors=self.errors + other.errors,
-            default_mode=other.default_mode or self.default_mode,
-            bypass_disabled=self.bypass_disabled or other.bypass_disabled,
-        )
 
+def rules_from_settings(settings: ClaudeSettings) -> PermissionRules:
+    """The permission rules of every settings file in effect, each rule knowing its file.
 
-def load_rules(settings_file: Path | None, policy_file: Path | None = None) -> PermissionRules:
-    """Read `permissions` from a Claude Code settings file and a managed policy file.
-
-    The policy's rules are added to the settings file's. Since deny beats ask beats allow whatever the source,
-    a policy deny always applies. A missing or broken file and each bad entry are reported in `errors` and
-    skipped; loading never fails.
+    Rules add up across levels: since deny beats ask beats allow whatever the level, a deny anywhere applies.
+    With `allowManagedPermissionRulesOnly` in the managed policy, only the policy's own rules count. Bad entries
+    are reported in `errors` and skipped.
     """
-    rules = PermissionRules()
-    for path, label in ((settings_file, "settings file"), (policy_file, "managed policy file")):
-        if path is not None:
-            rules = rules.merged(_rules_from_file(path, label))
-    return rules
-
-
-def _rules_from_file(path: Path, label: str) -> PermissionRules:
-    try:
-        data: object = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return PermissionRules(errors=(f"{path}: {label} not found",))
-    except (OSError, UnicodeDecodeError) as exc:
-        return PermissionRules(errors=(f"{path}: cannot read the {label}: {exc}",))
-    except json.JSONDecodeError as exc:
-        return PermissionRules(errors=(f"{path}: the {label} is not valid JSON: {exc}",))
-    if not isinstance(data, Mapping):
-        return PermissionRules(errors=(f"{path}: the {label} must hold a JSON object",))
-    permissions = cast("Mapping[str, Any]", data).get("permissions")
-    if permissions is None:
-        return PermissionRules()
-    if not isinstance(permissions, Mapping):
-        return PermissionRules(errors=(f"{path}: 'permissions' must be an object",))
-    return _rules_from_section(cast("Mapping[str, Any]", permissions), str(path))
-
-
-def _rules_from_section(permissions: Mapping[str, Any], source: str) -> PermissionRules:
-    errors: list[str] = []
+    files = settings.at("managed") if settings.managed_rules_only else settings.files
     lists: dict[RuleList, list[PermissionRule]] = {name: [] for name in RULE_LISTS}
+    errors: list[str] = []
+    for file in files:
+        found, problems = rules_in_file(file)
+        for name in RULE_LISTS:
+            lists[name] += found[name]
+        errors += problems
+    return PermissionRules(
+        allow=tuple(lists["allow"]),
+        ask=tuple(lists["ask"]),
+        deny=tuple(lists["deny"]),
+        errors=tuple(errors),
+        bypass_disabled=settings.bypass_disabled,
+        deny_instead_of_prompting=settings.deny_instead_of_prompting,
+    )
+
+
+def rules_in_file(file: SettingsFile) -> tuple[dict[RuleList, list[PermissionRule]], list[str]]:
+    """The rules one settings file lists, and what is wrong in its `permissions` block."""
+    source = str(file.path)
+    lists: dict[RuleList, list[PermissionRule]] = {name: [] for name in RULE_LISTS}
+    permissions = file.data.get("permissions")
+    if permissions is None:
+        return lists, []
+    if not isinstance(permissions, Mapping):
+        return lists, [f"{source}: 'permissions' must be an object"]
+    section = cast("Mapping[str, Any]", permissions)
+    errors: list[str] = []
     for name in RULE_LISTS:
-        entries = permissions.get(name)
+        entries = section.get(name)
         if entries is None:
             continue
         if not isinstance(entries, list):
@@ -255,15 +244,12 @@ def _rules_from_section(permissions: Mapping[str, Any], source: str) -> Permissi
                 lists[name].append(parse_rule(entry, source=source))
             except RuleError as exc:
                 errors.append(f"{source}: permissions.{name}[{index}]: {exc.message}")
-    default_mode = permissions.get("defaultMode")
+    default_mode = section.get("defaultMode")
     if default_mode is not None and (not isinstance(default_mode, str) or default_mode not in MODE_NAMES):
         errors.append(f"{source}: permissions.defaultMode {default_mode!r} is not a permission mode")
-        default_mode = None
-    return PermissionRules(
-        allow=tuple(lists["allow"]),
-        ask=tuple(lists["ask"]),
-        deny=tuple(lists["deny"]),
-        errors=tuple(errors),
-        default_mode=default_mode,
-        bypass_disabled=permissions.get("disableBypassPermissionsMode") == "disable",
-    )
+    directories = section.get("additionalDirectories")
+    if directories is not None and not (
+        isinstance(directories, list) and all(isinstance(item, str) for item in cast("list[Any]", directories))
+    ):
+        errors.append(f"{source}: permissions.additionalDirectories must be a list of folder paths")
+    return lists, errors

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..glob_root import glob_root
 from ..messages import JsonObject
 from .patterns import real_path
 
@@ -23,7 +24,6 @@ PATH_ARGUMENTS: dict[str, str] = {
 }
 """The argument holding the path, per tool. Glob, Grep and LS default to the working directory."""
 _OPTIONAL_PATH = frozenset({"Glob", "Grep", "LS"})
-_MAGIC = frozenset("*?[{")
 
 
 class TargetError(ValueError):
@@ -105,18 +105,10 @@ def _within(path: str, base: str) -> bool:
 
 
 def _glob_root(path: str, pattern: str) -> tuple[str, bool]:
-    parts = pattern.split("/")
-    fixed: list[str] = []
-    for part in parts:
-        if _MAGIC.intersection(part):
-            break
-        fixed.append(part)
-    else:
+    literal, rest = glob_root(pattern)
+    if not rest:
         return os.path.join(path, pattern), False
-    prefix = "/".join(fixed)
-    if not prefix:
-        return (path if not pattern.startswith("/") else "/"), True
-    return os.path.join(path, prefix), True
+    return (os.path.join(path, literal) if literal else path), True
 
 
 def _is_dir(path: str) -> bool:

@@ -71,6 +71,12 @@ class ToolContext:
     """Where Bash leaves the groups of processes that outlive it, so stopping the task can kill them."""
     models: ModelAccess | None = None
     """None when no provider model is at hand (tests with a scripted model): WebFetch then returns the page."""
+    readable: Callable[[str], bool] | None = None
+    """Whether a file may appear in search results (absolute path in); None shows everything. The permission
+    policy hides files a Read deny rule covers, so Glob and Grep do not list or print them."""
+
+    def shows(self, path: str) -> bool:
+        return self.readable is None or self.readable(path)
 
 
 ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from wcmatch.glob import WcMatcher
 
 from ..errors import ToolError
+from ..glob_root import glob_flags, glob_root
 from .base import Tool, ToolContext, ToolInput
 from .paths import resolve_path
 from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, newest_first, run_ripgrep, search_root
@@ -46,7 +47,7 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         raise ToolError(f"{base} is not a directory. Give a directory as path, or put the file name in pattern.")
     if not args.pattern.strip():
         raise ToolError("The pattern is empty.")
-    literal, rest = _split_literal_prefix(args.pattern)
+    literal, rest = glob_root(args.pattern)
     root = resolve_path(ctx, str(base / literal), purpose="read") if literal else base
     if not rest:
         return str(root) if root.is_file() else "No files found"
@@ -58,6 +59,7 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     matcher = _glob_matcher(rest)
     candidates = completed.lines()
     matches = await anyio.to_thread.run_sync(partial(_matchingnewest_first, root, candidates, matcher))
+    matches = await anyio.to_thread.run_sync(_shown, ctx, matches)
     incomplete = (
         "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
         if completed.stdout_overflowed
@@ -74,34 +76,19 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     )
 
 
-def _glob_flags() -> int:
-    from wcmatch import glob as wcglob  # imported on first use: keeps it off the server's start-up path
-
-    return wcglob.GLOBSTAR | wcglob.BRACE
+def _shown(ctx: ToolContext, paths: list[Path]) -> list[Path]:
+    """Without the files a Read deny rule covers."""
+    return [path for path in paths if ctx.shows(str(path))]
 
 
 def _glob_matcher(pattern: str) -> WcMatcher[str]:
     from wcmatch import glob as wcglob
 
-    return wcglob.compile(pattern, flags=_glob_flags())
+    return wcglob.compile(pattern, flags=glob_flags())
 
 
 def _matchingnewest_first(root: Path, relative_paths: list[str], matcher: WcMatcher[str]) -> list[Path]:
     return newest_first([root / rel for rel in relative_paths if matcher.match(rel)])
-
-
-def _split_literal_prefix(pattern: str) -> tuple[str, str]:
-    """Split `src/app/**/*.ts` into the directory to walk (`src/app`) and what to match there (`**/*.ts`)."""
-    from wcmatch import glob as wcglob
-
-    flags = _glob_flags()
-    parts = pattern.split("/")
-    literal: list[str] = []
-    for index, part in enumerate(parts):
-        if wcglob.is_magic(part, flags=flags):
-            return "/".join(literal) or ("/" if pattern.startswith("/") else ""), "/".join(parts[index:])
-        literal.append(part)
-    return pattern, ""
 
 
 GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)

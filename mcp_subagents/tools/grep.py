@@ -129,6 +129,7 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     if completed.returncode not in (0, 1) and not records:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
     records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records)
+    records = await anyio.to_thread.run_sync(_shown_records, ctx, records)
     if args.output_mode == "files_with_matches":
         paths = await anyio.to_thread.run_sync(newest_first, [Path(path) for path, _ in records if path is not None])
         lines = [str(path) for path in paths]
@@ -180,6 +181,11 @@ def _without_hard_links(records: list[_Record]) -> tuple[list[_Record], set[str]
                 continue
         kept.append((path, rest))
     return _tidy_separators(kept), skipped
+
+
+def _shown_records(ctx: ToolContext, records: list[_Record]) -> list[_Record]:
+    """Without the lines of files a Read deny rule covers."""
+    return _tidy_separators([record for record in records if record[0] is None or ctx.shows(record[0])])
 
 
 def _tidy_separators(records: list[_Record]) -> list[_Record]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mcp_subagents.claude_settings import ClaudeSettingsFiles, SettingsLocations
 from mcp_subagents.definitions import AgentDefinition, Catalog, CatalogLoader, DefinitionSources
 from mcp_subagents.definitions import sources as sources_module
 from mcp_subagents.errors import UnknownAgentError
@@ -32,8 +33,14 @@ def plugin(root: Path, *, manifest: object = None) -> Path:
     return root
 
 
-def load(**kwargs: Any) -> Catalog:
-    return CatalogLoader(DefinitionSources(**kwargs)).load()
+def settings_files(*, settings_file: Path | None = None, policy_file: Path | None = None) -> ClaudeSettingsFiles:
+    """The settings hierarchy with only a `--settings` file and a managed policy at its (scratch) default place."""
+    return ClaudeSettingsFiles(SettingsLocations(flag=settings_file, managed=policy_file, sources=()))
+
+
+def load(*, settings_file: Path | None = None, policy_file: Path | None = None, **kwargs: Any) -> Catalog:
+    files = settings_files(settings_file=settings_file, policy_file=policy_file)
+    return CatalogLoader(DefinitionSources(settings_files=files, **kwargs)).load()
 
 
 def descriptions(catalog: Catalog) -> dict[str, str]:
@@ -57,7 +64,7 @@ def six_sources(tmp_path: Path) -> DefinitionSources:
         project_root=tmp_path / "project",
         extra_dirs=(tmp_path / "extra1", tmp_path / "extra2"),
         agents_json='{"shared": {"description": "flag json", "prompt": "p"}}',
-        policy_file=policy,
+        settings_files=settings_files(policy_file=policy),
     )
 
 
@@ -65,11 +72,11 @@ def six_sources(tmp_path: Path) -> DefinitionSources:
     ("dropped", "winner"),
     [
         ((), "policy"),
-        (("policy_file",), "flag json"),
-        (("policy_file", "agents_json"), "extra 2"),
-        (("policy_file", "agents_json", "extra_dirs"), "project .agents"),
-        (("policy_file", "agents_json", "extra_dirs", "project_root"), "user"),
-        (("policy_file", "agents_json", "extra_dirs", "project_root", "user_dir"), "built-in"),
+        (("settings_files",), "flag json"),
+        (("settings_files", "agents_json"), "extra 2"),
+        (("settings_files", "agents_json", "extra_dirs"), "project .agents"),
+        (("settings_files", "agents_json", "extra_dirs", "project_root"), "user"),
+        (("settings_files", "agents_json", "extra_dirs", "project_root", "user_dir"), "built-in"),
     ],
 )
 def test_later_sources_replace_earlier_ones(tmp_path: Path, dropped: tuple[str, ...], winner: str) -> None:
@@ -203,9 +210,11 @@ def test_missing_folders_and_files_are_not_errors(tmp_path: Path) -> None:
         project_root=nowhere,
         extra_dirs=(nowhere,),
         policy_file=nowhere / "policy.json",
-        settings_file=nowhere / "settings.json",
     )
     assert catalog == Catalog(agents={})
+    # A file named by --settings must exist: the server refuses to start without it (see test_claude_settings).
+    [error] = load(settings_file=nowhere / "settings.json").errors
+    assert (error.path, error.error) == (str(nowhere / "settings.json"), "not found")
 
 
 def test_folders_are_scanned_recursively_skipping_hidden_ones_and_symlink_loops(tmp_path: Path) -> None:

@@ -155,9 +155,9 @@ def test_an_exact_rule_does_not_allow_a_compound_command(tmp_path: Path) -> None
 
 def test_every_part_must_be_allowed_possibly_by_different_rules(tmp_path: Path) -> None:
     p = policy(tmp_path, allow=["Bash(git status)", "Bash(git diff *)"])
-    verdict = bash(p, "git status && git diff HEAD | cat")
+    verdict = bash(p, "git status && git diff HEAD | npx prettier")
     assert verdict.decision == "ask"
-    assert "`cat`" in verdict.reason
+    assert "`npx prettier`" in verdict.reason
     verdict = bash(policy(tmp_path, allow=["Bash(git status)", "Bash(git diff *)"]), "git status && git diff HEAD")
     assert verdict.decision == "allow"
     assert '"Bash(git status)"' in verdict.reason and '"Bash(git diff *)"' in verdict.reason
@@ -296,21 +296,25 @@ def test_a_redirection_alone_is_not_allowed_by_any_command_rule(tmp_path: Path) 
 
 
 def test_here_document_bodies_are_not_commands(tmp_path: Path) -> None:
-    p = policy(tmp_path, allow=["Bash(cat)", "Bash(grep *)"], deny=["Bash(rm *)"])
+    p = policy(tmp_path, allow=["Bash(cat *)", "Bash(grep *)"], deny=["Bash(rm *)"])
     assert bash(p, "cat <<'EOF' | grep x\nrm -rf /\nEOF").decision == "allow"
+    # An exact rule names the command without input: the here-document is part of what it would have to match.
+    assert bash(policy(tmp_path, allow=["Bash(node)"]), "node <<'EOF'\nrm -rf /\nEOF").decision == "ask"
 
 
 def test_the_suggestion_names_the_part_that_needs_a_rule(tmp_path: Path) -> None:
     verdict = bash(policy(tmp_path, allow=["Bash(git status)"]), "git status && npm run build -- --prod")
     assert '"Bash(npm run *)"' in verdict.reason
     assert "permissions.allow" in verdict.reason
-    assert '"Bash(ls *)"' in bash(policy(tmp_path), "ls -la").reason
+    assert '"Bash(make *)"' in bash(policy(tmp_path), "make -j4").reason
 
 
-def test_plan_mode_denies_bash_even_when_allowed(tmp_path: Path) -> None:
-    verdict = bash(policy(tmp_path, allow=["Bash"], mode="plan"), "git status")
+def test_plan_mode_denies_bash_even_when_allowed_unless_it_only_reads(tmp_path: Path) -> None:
+    verdict = bash(policy(tmp_path, allow=["Bash"], mode="plan"), "make install")
     assert verdict.decision == "deny"
     assert "plan mode is read-only" in verdict.reason
+    assert bash(policy(tmp_path, mode="plan"), "git status && git log -3 | cat").decision == "allow"
+    assert bash(policy(tmp_path, mode="plan"), "git log > log.txt").decision == "deny"
 
 
 def test_deeply_nested_substitutions_are_refused_not_crashed_on(tmp_path: Path) -> None:
@@ -318,3 +322,14 @@ def test_deeply_nested_substitutions_are_refused_not_crashed_on(tmp_path: Path) 
     with pytest.raises(ShellSyntaxError, match="nested too deeply"):
         split_command(command)
     assert bash(policy(tmp_path, allow=["Bash(echo *)"]), command).decision == "ask"
+
+
+def test_what_feeds_a_command_is_recorded_as_written() -> None:
+    (piece,) = split_command('sort < in.txt <<< "a b" 2>&1 > out.txt 2> "$(x)" <<EOF\nline one\nEOF')
+    assert piece.feeds == ("< in.txt", '<<< "a b"', '> "$(x)"', "<<EOF", "line one")
+    assert piece.stdin == ("a b", "line one")
+    assert piece.rule_text == 'sort < in.txt <<< "a b" > "$(x)" <<EOF line one'
+
+
+def test_pipes_mark_the_command_that_reads_the_previous_output() -> None:
+    assert [piece.piped for piece in split_command("echo a | sh; b || c |& d")] == [False, True, False, False, True]

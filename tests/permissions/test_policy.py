@@ -54,7 +54,8 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "todo": ("TodoWrite", {"todos": []}),
     "write": ("Write", {"file_path": "src/a.py", "content": "x"}),
     "edit": ("Edit", {"file_path": "src/a.py", "old_string": "a", "new_string": "b"}),
-    "bash": ("Bash", {"command": "ls"}),
+    "bash": ("Bash", {"command": "make"}),
+    "bash_read": ("Bash", {"command": "ls src"}),
     "fetch": ("WebFetch", {"url": "https://example.com/", "prompt": "summarize"}),
     "mcp": ("mcp__github__create_issue", {"title": "x"}),
 }
@@ -62,14 +63,14 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 # What each mode decides when no rule matches.
 MODE_TABLE = {
     "default": {"read": "allow", "glob": "allow", "grep": "allow", "todo": "allow", "write": "ask", "edit": "ask",
-                "bash": "ask", "fetch": "ask", "mcp": "ask"},
+                "bash": "ask", "bash_read": "allow", "fetch": "ask", "mcp": "ask"},
     "acceptEdits": {"read": "allow", "glob": "allow", "grep": "allow", "todo": "allow", "write": "allow",
-                    "edit": "allow", "bash": "ask", "fetch": "ask", "mcp": "ask"},
+                    "edit": "allow", "bash": "ask", "bash_read": "allow", "fetch": "ask", "mcp": "ask"},
     "dontAsk": {"read": "allow", "glob": "allow", "grep": "allow", "todo": "allow", "write": "deny", "edit": "deny",
-                "bash": "deny", "fetch": "deny", "mcp": "deny"},
+                "bash": "deny", "bash_read": "allow", "fetch": "deny", "mcp": "deny"},
     "bypassPermissions": dict.fromkeys(CALLS, "allow"),
     "plan": {"read": "allow", "glob": "allow", "grep": "allow", "todo": "allow", "write": "deny", "edit": "deny",
-             "bash": "deny", "fetch": "deny", "mcp": "deny"},
+             "bash": "deny", "bash_read": "allow", "fetch": "deny", "mcp": "deny"},
 }  # fmt: skip
 
 
@@ -123,7 +124,7 @@ def test_bypass_can_be_disabled_by_the_managed_policy(work: Path) -> None:
     rules = PermissionRules(bypass_disabled=True)
     p = PermissionPolicy(cwd=work, mode="bypassPermissions", rules=rules)
     assert p.active_mode == "default"
-    assert decide(p, "Bash", {"command": "ls"}).decision == "ask"
+    assert decide(p, "Bash", {"command": "make"}).decision == "ask"
 
 
 def test_plan_mode_allow_rules_cannot_permit_writes(work: Path) -> None:
@@ -260,24 +261,32 @@ def test_reasons_for_asking_say_how_to_allow(work: Path) -> None:
     assert "--permission-mode acceptEdits" in verdict.reason
 
 
-# --- mode narrowing ------------------------------------------------------------------------------
+# --- an agent's permissionMode ---------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("server", "definition", "expected"),
     [
         ("default", None, "default"),
+        ("default", "acceptEdits", "acceptEdits"),  # as in Claude Code: the editor agent writes
         ("default", "plan", "plan"),
-        ("default", "bypassPermissions", "default"),
-        ("acceptEdits", "dontAsk", "dontAsk"),
-        ("bypassPermissions", "acceptEdits", "acceptEdits"),
+        ("default", "dontAsk", "dontAsk"),
+        ("default", "bypassPermissions", "default"),  # a file never grants bypass
+        ("dontAsk", "acceptEdits", "acceptEdits"),
+        ("dontAsk", "default", "default"),
+        ("dontAsk", "bypassPermissions", "dontAsk"),
+        ("acceptEdits", "dontAsk", "acceptEdits"),  # a server in acceptEdits, plan or bypass keeps its mode
+        ("acceptEdits", "plan", "acceptEdits"),
+        ("bypassPermissions", "plan", "bypassPermissions"),
         ("plan", "bypassPermissions", "plan"),
-        ("dontAsk", "default", "dontAsk"),
-        ("acceptEdits", "auto", "default"),
-        ("manual", "acceptEdits", "default"),
+        ("plan", "acceptEdits", "plan"),
+        ("default", "auto", "default"),
+        ("manual", "acceptEdits", "acceptEdits"),
     ],
 )
-def test_a_definition_mode_can_only_narrow_the_server_mode(server: str, definition: str | None, expected: str) -> None:
+def test_an_agents_permission_mode_follows_claude_codes_rule(
+    server: str, definition: str | None, expected: str
+) -> None:
     assert effective_mode(server, definition) == expected
 
 
@@ -298,7 +307,7 @@ def test_the_agent_map_narrows_allow_to_ask_and_deny(work: Path) -> None:
 
 def test_the_agent_map_never_widens(work: Path) -> None:
     p = policy(work, agent_map={"*": "allow"}, deny=["Read(secret.txt)"])
-    assert decide(p, "Bash", {"command": "ls"}).decision == "ask"
+    assert decide(p, "Bash", {"command": "make"}).decision == "ask"
     assert decide(p, "Write", {"file_path": "a", "content": ""}).decision == "ask"
     assert decide(p, "Read", {"file_path": "secret.txt"}).decision == "deny"
     assert (

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_subagents.claude_settings import ClaudeSettingsFiles, SettingsLocations
 from mcp_subagents.errors import ConfigError
-from mcp_subagents.permissions import PermissionRules, RuleError, load_rules, parse_rule
+from mcp_subagents.permissions import PermissionRules, RuleError, parse_rule, rules_from_settings
 from mcp_subagents.permissions.patterns import (
     Bases,
     PatternError,
@@ -259,6 +260,11 @@ def write_json(path: Path, data: object) -> Path:
     return path
 
 
+def load_rules(settings: Path | None, policy: Path | None) -> PermissionRules:
+    files = ClaudeSettingsFiles(SettingsLocations(flag=settings, managed=policy, managed_named=True, sources=()))
+    return rules_from_settings(files.load())
+
+
 def test_rules_load_from_the_settings_file_and_the_policy_adds_its_own(tmp_path: Path) -> None:
     settings = write_json(
         tmp_path / "settings.json",
@@ -273,7 +279,6 @@ def test_rules_load_from_the_settings_file_and_the_policy_adds_its_own(tmp_path:
     assert [r.text for r in rules.deny] == ["Bash(rm *)", "WebFetch"]
     assert [r.text for r in rules.ask] == ["Bash(git push *)"]
     assert rules.deny[1].source == str(policy)
-    assert rules.default_mode == "plan"
     assert rules.bypass_disabled
     assert rules.errors == ()
 
@@ -281,36 +286,31 @@ def test_rules_load_from_the_settings_file_and_the_policy_adds_its_own(tmp_path:
 def test_bad_entries_are_reported_and_the_good_ones_still_load(tmp_path: Path) -> None:
     settings = write_json(
         tmp_path / "settings.json",
-        {"permissions": {"allow": ["Bash(git status)", "Bash(", 42], "ask": "Bash", "defaultMode": "yolo"}},
+        {
+            "permissions": {
+                "allow": ["Bash(git status)", "Bash(", 42],
+                "ask": "Bash",
+                "defaultMode": "yolo",
+                "additionalDirectories": "../shared",
+            }
+        },
     )
     rules = load_rules(settings, None)
     assert [r.text for r in rules.allow] == ["Bash(git status)"]
-    assert rules.default_mode is None
-    assert len(rules.errors) == 4
+    assert len(rules.errors) == 5
     assert all(error.startswith(str(settings)) for error in rules.errors)
     joined = "\n".join(rules.errors)
     assert "permissions.allow[1]" in joined
     assert "permissions.allow[2] must be a string" in joined
     assert "permissions.ask must be a list" in joined
     assert "defaultMode 'yolo'" in joined
+    assert "additionalDirectories must be a list" in joined
 
 
-@pytest.mark.parametrize(
-    ("content", "problem"),
-    [("{not json", "not valid JSON"), ("[1, 2]", "JSON object"), ('{"permissions": []}', "must be an object")],
-)
-def test_a_broken_file_is_an_error_not_a_crash(tmp_path: Path, content: str, problem: str) -> None:
-    path = tmp_path / "settings.json"
-    path.write_text(content, encoding="utf-8")
-    rules = load_rules(path, None)
+def test_a_permissions_entry_that_is_not_an_object_is_reported(tmp_path: Path) -> None:
+    rules = load_rules(write_json(tmp_path / "settings.json", {"permissions": []}), None)
     assert rules.allow == rules.ask == rules.deny == ()
-    assert len(rules.errors) == 1
-    assert problem in rules.errors[0]
-
-
-def test_a_missing_file_is_reported(tmp_path: Path) -> None:
-    rules = load_rules(tmp_path / "nope.json", None)
-    assert rules.errors == (f"{tmp_path / 'nope.json'}: settings file not found",)
+    assert rules.errors == (f"{tmp_path / 'settings.json'}: 'permissions' must be an object",)
 
 
 def test_no_files_means_no_rules() -> None:
@@ -319,6 +319,15 @@ def test_no_files_means_no_rules() -> None:
 
 def test_a_file_without_permissions_has_no_rules(tmp_path: Path) -> None:
     assert load_rules(write_json(tmp_path / "s.json", {"model": "opus"}), None) == PermissionRules()
+
+
+def test_a_managed_policy_can_keep_only_its_own_rules(tmp_path: Path) -> None:
+    settings = write_json(tmp_path / "settings.json", {"permissions": {"allow": ["Bash"], "deny": ["Read(x)"]}})
+    policy = write_json(
+        tmp_path / "managed.json", {"allowManagedPermissionRulesOnly": True, "permissions": {"deny": ["WebFetch"]}}
+    )
+    rules = load_rules(settings, policy)
+    assert (rules.allow, [r.text for r in rules.deny]) == ((), ["WebFetch"])
 
 
 def test_rules_of_raises_on_a_bad_entry() -> None:

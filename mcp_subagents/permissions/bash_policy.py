@@ -1,0 +1,250 @@
+"""The permission decision for one Bash command: its pieces against deny, ask and allow rules, its redirections
+against the file rules, then the mode."""
+
+from __future__ import annotations
+
+import os
+
+from ..messages import JsonObject
+from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
+from .bash_reads import ReadCheck, check_reads
+from .bash_writes import protected_writes
+from .context import (
+    PermissionPolicy,
+    clip,
+    first_rule,
+    needs_approval,
+    path_suggestion,
+    plan_denial,
+    roots_text,
+)
+from .patterns import CommandPattern
+from .read_only import read_only
+from .rules import PermissionRule, RuleList
+from .targets import TargetError, absolute_path, is_inside, path_target
+from .verdict import Verdict
+
+_DIRECTORY_CHANGERS = frozenset({"cd", "pushd", "popd"})
+
+
+def bash_verdict(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> Verdict:
+    """Allow, ask or deny a Bash call with these arguments (`command`, and `dangerouslyDisableSandbox`)."""
+    command = arguments.get("command")
+    if not isinstance(command, str):
+        return Verdict("deny", "Cannot check the permissions of Bash: it needs 'command' as a string.")
+    subject = f"The Bash command `{clip(command)}`"
+    whole = " ".join(command.split())
+    try:
+        pieces: tuple[SimpleCommand, ...] | None = split_command(command)
+        problem = ""
+    except ShellSyntaxError as exc:
+        pieces, problem = None, str(exc)
+    deny = _first_bash_rule(policy, "deny", whole, pieces)
+    if deny is not None:
+        return Verdict("deny", f"{subject} is denied by {deny.where('deny')}.", deny.text)
+    reads = check_reads(policy, subject, pieces or ())
+    if reads.verdict is not None and reads.verdict.decision == "deny":
+        return reads.verdict
+    if mode == "plan":
+        if pieces and all(reads.runs_unasked):
+            return Verdict("allow", f"{subject} only reads inside the allowed directories, which plan mode allows.")
+        return plan_denial("Bash")
+    redirected = _redirect_verdict(policy, mode, subject, pieces or ())
+    if redirected is not None and redirected.decision == "deny":
+        return redirected
+    protected = protected_writes(policy, subject, pieces or ())
+    if protected is not None:
+        return protected
+    ask = _first_bash_rule(policy, "ask", whole, pieces)
+    if ask is not None:
+        return Verdict("ask", f"{subject} needs approval: it matches {ask.where('ask')}.", ask.text)
+    if reads.verdict is not None:
+        return reads.verdict
+    allow_rules = [rule for rule in policy.rules.allow if rule.applies_to("Bash")]
+    verdict = (
+        redirected
+        or _allowed(allow_rules, mode, subject, whole, pieces, reads.runs_unasked)
+        or _mode_fallback(allow_rules, mode, subject, pieces, problem, reads)
+    )
+    # Only what no rule decided: deny rules, ask rules and protected paths have already answered.
+    if verdict.decision == "ask" and verdict.rule is None and _sandbox_answers(policy, mode, arguments):
+        return Verdict(
+            "allow",
+            f"{subject} runs in the sandbox, which confines what it can write and reach, so {mode} mode runs it "
+            "without asking (sandbox.autoAllowBashIfSandboxed).",
+        )
+    return verdict
+
+
+def _sandbox_answers(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> bool:
+    """Claude Code's autoAllowBashIfSandboxed: a sandboxed command needs no approval in default or acceptEdits
+    mode, unless the call asks to run outside the sandbox (`dangerouslyDisableSandbox: true`)."""
+    outside = arguments.get("dangerouslyDisableSandbox") is True
+    return policy.bash_sandboxed and not outside and mode in ("default", "acceptEdits")
+
+
+def _allowed(
+    allow_rules: list[PermissionRule],
+    mode: str,
+    subject: str,
+    whole: str,
+    pieces: tuple[SimpleCommand, ...] | None,
+    read_only: tuple[bool, ...],
+) -> Verdict | None:
+    """Allowed when a rule covers the whole command, or each piece is covered by a rule or only reads."""
+    for rule in allow_rules:
+        exact = isinstance(rule.matcher, CommandPattern) and rule.matcher.exact and rule.matcher.matches(whole)
+        if rule.specifier is None or exact:
+            return Verdict("allow", f"Allowed by {rule.where('allow')}.", rule.text)
+    if not pieces:
+        return None
+    used = [_allowing_rule(allow_rules, piece) for piece in pieces]
+    if not all(rule is not None or unasked for rule, unasked in zip(used, read_only, strict=True)):
+        return None
+    rules = [rule for rule in used if rule is not None]
+    if not rules:
+        return Verdict("allow", f"{subject} only reads inside the allowed directories, so {mode} mode runs it.")
+    texts = " and ".join(dict.fromkeys(rule.where("allow") for rule in rules))
+    rest = "; its other parts only read" if len(rules) < len(pieces) else ""
+    return Verdict("allow", f"Allowed by {texts}{rest}.", rules[0].text)
+
+
+def _mode_fallback(
+    allow_rules: list[PermissionRule],
+    mode: str,
+    subject: str,
+    pieces: tuple[SimpleCommand, ...] | None,
+    problem: str,
+    reads: ReadCheck,
+) -> Verdict:
+    if mode == "bypassPermissions":
+        return Verdict("allow", "bypassPermissions mode allows every call that no deny or ask rule matches.")
+    if pieces is None:
+        return Verdict(
+            "ask",
+            f"{subject} could not be parsed safely ({problem}), so no rule can allow it piece by piece and it needs "
+            'approval. To allow it anyway, add the exact command as "Bash(...)" to permissions.allow.',
+        )
+    pending = next(
+        (
+            piece
+            for piece, unasked in zip(pieces, reads.runs_unasked, strict=True)
+            if not unasked and _allowing_rule(allow_rules, piece) is None
+        ),
+        None,
+    )
+    suggestion = _bash_suggestion(pending)
+    if pending is not None and read_only(pending) is not None and reads.first_problem is not None:
+        why, suggestion = reads.first_problem
+        statement = f"{subject} {why}"
+    elif pending is not None and pending.substitution:
+        statement = f"{subject} runs a command substitution ($(...), backticks, <(...)): only an exact rule allows that"
+    elif pending is not None and len(pieces) > 1:
+        statement = f"{subject} has a part that no rule allows (`{clip(pending.text)}`)"
+    else:
+        statement = f"{subject} is not allowed by any rule"
+    return needs_approval(mode, statement, suggestion)
+
+
+def _first_bash_rule(
+    policy: PermissionPolicy, rule_list: RuleList, whole: str, pieces: tuple[SimpleCommand, ...] | None
+) -> PermissionRule | None:
+    for rule in policy.rules.listed(rule_list):
+        if not rule.applies_to("Bash"):
+            continue
+        if rule.specifier is None:
+            return rule
+        matcher = rule.matcher
+        if not isinstance(matcher, CommandPattern):
+            continue
+        if matcher.matches(whole):
+            return rule
+        for piece, fed in _with_piped_text(pieces or ()):
+            if any(matcher.matches(text) for text in matching_variants(piece, fed=fed)):
+                return rule
+    return None
+
+
+def _with_piped_text(pieces: tuple[SimpleCommand, ...]) -> list[tuple[SimpleCommand, str | None]]:
+    """Each piece with the text the piece before it prints into its pipe, when the command line shows it."""
+    return [
+        (piece, printed_text(pieces[index - 1]) if piece.piped and index else None)
+        for index, piece in enumerate(pieces)
+    ]
+
+
+def _allowing_rule(rules: list[PermissionRule], piece: SimpleCommand) -> PermissionRule | None:
+    """The allow rule that covers the piece. A piece that only redirects (`> file`) has none: nothing allowed it."""
+    for rule in rules:
+        matcher = rule.matcher
+        if not isinstance(matcher, CommandPattern):
+            continue
+        # Only an exact rule may allow code run by a substitution: a wildcard would let anything through.
+        if piece.substitution and not matcher.exact:
+            continue
+        if piece.words and matcher.matches(piece.rule_text):
+            return rule
+    return None
+
+
+def _redirect_verdict(
+    policy: PermissionPolicy, mode: str, subject: str, pieces: tuple[SimpleCommand, ...]
+) -> Verdict | None:
+    """The strictest verdict for the files the command redirects to or from, None when they are all fine."""
+    found: Verdict | None = None
+    moved = False
+    for piece in pieces:
+        for redirect in piece.redirects:
+            verdict = _one_redirect(policy, mode, subject, redirect, moved)
+            if verdict is None:
+                continue
+            if verdict.decision == "deny":
+                return verdict
+            found = found or verdict
+        moved = moved or (bool(piece.values) and piece.values[0] in _DIRECTORY_CHANGERS)
+    return found
+
+
+def _one_redirect(policy: PermissionPolicy, mode: str, subject: str, redirect: Redirect, moved: bool) -> Verdict | None:
+    target, writes = redirect.target, redirect.writes
+    anchored = os.path.isabs(target) or target == "~" or target.startswith("~/")
+    if not redirect.known or (moved and not anchored):
+        if not writes or mode == "bypassPermissions":
+            return None
+        return Verdict(
+            "ask",
+            f"{subject} writes to '{target}', a file that is only known when the command runs, so it needs approval.",
+        )
+    try:
+        path = absolute_path(target, cwd=policy.cwd, home=policy.home)
+        checked = path_target("Edit" if writes else "Read", {"file_path": path}, cwd=policy.cwd, home=policy.home)
+    except TargetError:
+        return None
+    if checked is None:
+        return None
+    tool, verb = ("Edit", "writes to") if writes else ("Read", "reads")
+    for rule_list in ("deny", "ask"):
+        rule = first_rule(policy, rule_list, tool, checked, None)
+        if rule is not None:
+            return Verdict(rule_list, f"{subject} {verb} {path}, which matches {rule.where(rule_list)}.", rule.text)
+    # Like Claude Code, a command that is allowed may write inside the allowed directories; elsewhere it asks.
+    if not writes or mode == "bypassPermissions" or is_inside(checked, policy.allowed_roots):
+        return None
+    if first_rule(policy, "allow", tool, checked, None) is not None:
+        return None
+    return needs_approval(
+        mode,
+        f"{subject} writes to {path}, outside the allowed directories ({roots_text(policy)})",
+        path_suggestion(policy, tool, checked, None),
+    )
+
+
+def _bash_suggestion(piece: SimpleCommand | None) -> str:
+    if piece is None or not piece.words:
+        return "Bash"
+    if piece.substitution:
+        return f"Bash({piece.rule_text})"
+    words, values = list(piece.words), list(piece.values)
+    simple = len(words) > 1 and not words[1].startswith("-") and words[1] == values[1]
+    head = f"{words[0]} {words[1]}" if simple else words[0]
+    return f"Bash({head} *)"
