@@ -102,7 +102,8 @@ async def test_a_refused_question_denies_and_says_what_the_person_did(
     async with connected(settings, mode=mode, model=model, elicitation_callback=host) as client:
         body = text_of(await client.call_tool("Task", TASK))
     assert f"ERR: Error: Permission denied: {why}" in body
-    assert 'add "Bash(git push *)" to permissions.allow' in body  # what would allow it next time
+    assert 'add "Bash(git push origin main)" to permissions.allow' in body  # what would allow it next time
+    assert 'add "Bash(git push *)" instead' in body
     assert "[Permission denied for 1 tool call(s):" in body
     assert len(host.questions) == 1
 
@@ -173,7 +174,7 @@ async def test_a_question_nobody_answers_times_out_into_a_denial(tmp_path: Path,
     assert "Nobody answered the permission question within 0.3 s." in first
     # One unanswered question is enough: the next is denied at once rather than waiting again.
     assert "Nobody was asked: an earlier permission question of this task went unanswered." in second
-    assert 'add "Bash(make first *)" to permissions.allow' in first  # what would allow it next time
+    assert 'add "Bash(make first)" to permissions.allow' in first  # what would allow it next time
     assert len(host.questions) == 1
     [answered] = results
     if mode == "auto":  # the late answer comes back in a repeated call, which is refused as stale
@@ -262,7 +263,7 @@ async def test_a_background_task_is_never_asked_and_says_so(tmp_path: Path, mode
         task_id = launched.split("task_id: ")[1].split()[0]
         body = text_of(await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 5000}))
     assert "Nobody could be asked: the task runs in the background, where no one sees questions." in body
-    assert 'add "Bash(make *)" to permissions.allow' in body and host.questions == []
+    assert 'add "Bash(make)" to permissions.allow' in body and host.questions == []
 
 
 async def test_2026_cancelling_the_repeated_call_stops_the_task(tmp_path: Path) -> None:

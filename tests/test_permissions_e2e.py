@@ -53,7 +53,8 @@ async def test_default_mode_without_a_way_to_ask_denies_and_says_how_to_allow(tm
         body = text_of(await client.call_tool("Task", TASK))
     assert "ERR: Error: Permission denied" in body
     assert "[Permission denied for 1 tool call(s):" in body
-    assert 'add "Bash(git push *)" to permissions.allow' in body
+    assert 'add "Bash(git push origin main)" to permissions.allow' in body
+    assert 'to allow every call like it, add "Bash(git push *)" instead' in body
 
 
 async def test_the_user_allows_a_call_through_elicitation(tmp_path: Path) -> None:

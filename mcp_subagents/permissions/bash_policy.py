@@ -133,9 +133,10 @@ def _mode_fallback(
         ),
         None,
     )
-    suggestion = _bash_suggestion(pending)
+    suggestion, broader = _bash_suggestions(pending)
     if pending is not None and read_only(pending) is not None and reads.first_problem is not None:
         why, suggestion = reads.first_problem
+        broader = None
         statement = f"{subject} {why}"
     elif pending is not None and pending.substitution:
         statement = f"{subject} runs a command substitution ($(...), backticks, <(...)): only an exact rule allows that"
@@ -143,7 +144,7 @@ def _mode_fallback(
         statement = f"{subject} has a part that no rule allows (`{clip(pending.text)}`)"
     else:
         statement = f"{subject} is not allowed by any rule"
-    return needs_approval(mode, statement, suggestion)
+    return needs_approval(mode, statement, suggestion, broader=broader)
 
 
 def _first_bash_rule(
@@ -239,12 +240,21 @@ def _one_redirect(policy: PermissionPolicy, mode: str, subject: str, redirect: R
     )
 
 
-def _bash_suggestion(piece: SimpleCommand | None) -> str:
+def _bash_suggestions(piece: SimpleCommand | None) -> tuple[str, str | None]:
+    """The narrowest rule that allows exactly this command, and a broader one for commands like it (None when only
+    the exact rule is safe: code run by a substitution is allowed by an exact rule only)."""
     if piece is None or not piece.words:
-        return "Bash"
-    if piece.substitution:
-        return f"Bash({piece.rule_text})"
+        return "Bash", None
+    exact = f"Bash({_literal(piece.rule_text)})"
+    if piece.substitution or piece.feeds:
+        return exact, None
     words, values = list(piece.words), list(piece.values)
     simple = len(words) > 1 and not words[1].startswith("-") and words[1] == values[1]
     head = f"{words[0]} {words[1]}" if simple else words[0]
-    return f"Bash({head} *)"
+    broader = f"Bash({_literal(head)} *)"
+    return exact, (broader if broader != exact else None)
+
+
+def _literal(command: str) -> str:
+    """Command text as a rule pattern that matches it literally: its own stars escaped."""
+    return command.replace("*", "\\*")

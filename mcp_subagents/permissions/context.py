@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,12 +124,26 @@ def protected_write(policy: PermissionPolicy, subject: str, path: str) -> Verdic
     )
 
 
-def needs_approval(mode: str, statement: str, suggestion: str, hint: str = "") -> Verdict:
-    """Ask, or deny in dontAsk mode; `statement` says why the call is not allowed outright."""
-    how = f'To allow it, add "{suggestion}" to permissions.allow in the settings file{hint}.'
+def needs_approval(
+    mode: str, statement: str, suggestion: str, hint: str = "", *, broader: str | None = None
+) -> Verdict:
+    """Ask, or deny in dontAsk mode; `statement` says why the call is not allowed outright. `suggestion` is the
+    narrowest rule that would allow the call; `broader`, if any, one that also allows calls like it."""
+    # Rules are shown as JSON strings: what to paste into the settings file, quotes in commands escaped.
+    if broader is None:
+        how = f"To allow it, add {_json(suggestion)} to permissions.allow in the settings file{hint}."
+    else:
+        how = (
+            f"To allow exactly this call, add {_json(suggestion)} to permissions.allow in the settings file{hint}; "
+            f"to allow every call like it, add {_json(broader)} instead."
+        )
     if mode == "dontAsk":
         return Verdict("deny", f"{statement}, and dontAsk mode denies what would need approval. {how}")
     return Verdict("ask", f"{statement}, so it needs approval in {mode} mode. {how}")
+
+
+def _json(rule: str) -> str:
+    return json.dumps(rule, ensure_ascii=False)
 
 
 def plan_denial(tool: str) -> Verdict:

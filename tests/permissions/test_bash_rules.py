@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -304,9 +306,44 @@ def test_here_document_bodies_are_not_commands(tmp_path: Path) -> None:
 
 def test_the_suggestion_names_the_part_that_needs_a_rule(tmp_path: Path) -> None:
     verdict = bash(policy(tmp_path, allow=["Bash(git status)"]), "git status && npm run build -- --prod")
-    assert '"Bash(npm run *)"' in verdict.reason
+    assert suggestions(verdict.reason) == ["Bash(npm run build -- --prod)", "Bash(npm run *)"]
     assert "permissions.allow" in verdict.reason
     assert '"Bash(make *)"' in bash(policy(tmp_path), "make -j4").reason
+
+
+def suggestions(reason: str) -> list[str]:
+    """The rules a reason suggests, read back from the JSON strings it shows them as."""
+    return [json.loads(found) for found in re.findall(r'add ("Bash(?:[^"\\]|\\.)*")', reason)]
+
+
+def test_the_hint_offers_the_narrowest_rule_first_then_a_broader_one(tmp_path: Path) -> None:
+    verdict = bash(policy(tmp_path), "python3 -c 'print(1)'")
+    assert suggestions(verdict.reason) == ["Bash(python3 -c 'print(1)')", "Bash(python3 *)"]
+    assert "To allow exactly this call" in verdict.reason and "to allow every call like it" in verdict.reason
+    # Code run by a substitution is allowed by an exact rule only: no broader rule is offered for it.
+    assert suggestions(bash(policy(tmp_path), "make $(cat target)").reason) == ["Bash(make $(cat target))"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -c 'print(1)'",
+        "make -j4",
+        "npm run build -- --prod",
+        "rm -rf build/*.o",
+        "git push origin main",
+        "echo $(date) done",
+        "node <<'EOF'\nconsole.log(1)\nEOF",
+        'touch "my  file"',
+        "node < script.js",
+    ],
+)
+def test_the_narrowest_suggested_rule_allows_that_call_and_not_another(tmp_path: Path, command: str) -> None:
+    exact, *broader = suggestions(bash(policy(tmp_path), command).reason)
+    assert bash(policy(tmp_path, allow=[exact]), command).decision == "allow"
+    assert bash(policy(tmp_path, allow=[exact]), command + " extra").decision != "allow"
+    for rule in broader:
+        assert bash(policy(tmp_path, allow=[rule]), command).decision == "allow"
 
 
 def test_plan_mode_denies_bash_even_when_allowed_unless_it_only_reads(tmp_path: Path) -> None:
