@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +26,30 @@ def fake(fake_server: FakeLLM) -> Iterator[FakeLLM]:
     fake_server.reset()
     yield fake_server
     fake_server.reset()
+
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def _untracked_files() -> set[str] | None:
+    """Files in the checkout that git neither tracks nor ignores; None outside a git checkout."""
+    try:
+        listing = subprocess.run(
+            ["git", "-C", str(CHECKOUT), "ls-files", "--others", "--exclude-standard"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return set(listing.stdout.splitlines())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_stays_clean() -> Iterator[None]:
+    """A subagent in a test must work in its tmp_path: a file it leaves in the checkout fails the run."""
+    before = _untracked_files()
+    yield
+    after = _untracked_files()
+    if before is not None and after is not None and (left := sorted(after - before)):
+        pytest.fail(f"tests left files in the checkout {CHECKOUT}: {', '.join(left)}", pytrace=False)

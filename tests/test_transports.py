@@ -52,7 +52,11 @@ async def http_server(tmp_path: Path, transport: str, *, environ: dict[str, str]
     """Start the server on a free port; yield its URL once it listens."""
     command = [sys.executable, "-m", "mcp_subagents", "serve", "--transport", transport, "--port", "0"]
     process: Process = await anyio.open_process(
-        command, env=environ or server_environment(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        command,
+        env=environ or server_environment(tmp_path),
+        cwd=tmp_path,  # without --cwd the process's folder is the project: never the checkout
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
     )
     assert process.stderr is not None
     stderr = TextReceiveStream(process.stderr)
