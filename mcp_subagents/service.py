@@ -185,7 +185,7 @@ class Subagents:
             UnknownAgentError: no such subagent type.
             ProviderNotConfiguredError: no model provider is configured.
             TaskNotFoundError: `resume` names no task.
-            SubagentsError: `resume` names a task that is still running.
+            SubagentsError: `resume` names a task that is still running, or one another agent ran.
         """
         history: list[Message] = []
         if args.resume:
@@ -194,6 +194,12 @@ class Subagents:
                 raise SubagentsError(
                     f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
                     "TaskStop before resuming it."
+                )
+            if args.subagent_type != previous.agent:
+                raise SubagentsError(
+                    f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
+                    f'agent, not {args.subagent_type}. Call Task again with subagent_type "{previous.agent}" to '
+                    f"resume it, or without resume to start a new {args.subagent_type} task."
                 )
             definition = self.definition(previous.agent, catalog)
             history = read_history(self.tasks.transcript_path(previous.id))

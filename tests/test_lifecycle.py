@@ -249,6 +249,24 @@ async def test_resume_of_a_running_or_unknown_task_is_refused(tmp_path: Path) ->
     assert unknown.is_error and text_of(unknown) == "No task found with ID: nope"
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_resume_with_another_agent_is_refused_and_says_which_agent_resumes(tmp_path: Path, mode: str) -> None:
+    model = ScriptedModel([text("first answer"), text("second answer")])
+    async with connected(make_settings(tmp_path), mode=mode, model=model) as client:
+        task_id = task_id_in(text_of(await client.call_tool("Task", TASK)))
+        other = {**TASK, "subagent_type": "Explore", "prompt": "And then?", "resume": task_id}
+        refused = await client.call_tool("Task", other)
+        same = await client.call_tool("Task", {**other, "subagent_type": "general-purpose"})
+    assert refused.is_error
+    assert text_of(refused) == (
+        f"Task {task_id} was run by the general-purpose agent, and resume continues it with that agent, not "
+        f'Explore. Call Task again with subagent_type "general-purpose" to resume it, or without resume to start a '
+        "new Explore task."
+    )
+    assert len(model.requests) == 2  # the refused call reached no model
+    assert f"[Resumed task {task_id}.]" in text_of(same) and not same.is_error
+
+
 async def test_shutdown_cancels_running_tasks_and_kills_their_processes(tmp_path: Path) -> None:
     fifo = tmp_path / "pids"
     os.mkfifo(fifo)
