@@ -18,10 +18,12 @@ from .definitions import (
     Catalog,
     CatalogLoader,
     DefinitionSources,
+    MissingTool,
     builtin_agents_dir,
+    missing_tools,
+    require_some_tool,
     tool_base_name,
 )
-from .definitions.validate import NEVER_GRANTED
 from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message, UserMessage
@@ -33,7 +35,7 @@ from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
-from .tools import Tool, ToolContext, builtin_tools
+from .tools import AGENT_TOOLS, BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
 from .transcripts import read_history
 
@@ -77,34 +79,29 @@ class TaskArguments:
     effort: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolSelection:
+    tools: dict[str, Tool]
+    """The agent's tools, by name, in the order they were chosen."""
+    missing: list[MissingTool]
+    """Entries of the definition's `tools` that give it no tool, and why."""
+
+
 def select_tools(
     definition: AgentDefinition, available: Mapping[str, Tool], granted: Sequence[str] = ()
-) -> tuple[dict[str, Tool], list[str]]:
+) -> ToolSelection:
     """Apply `disallowedTools` first, then `tools` plus `granted` (tools the agent's features need, such as its
-    memory's Read/Write/Edit); Task/Agent are never granted. Returns (tools, unknown names)."""
+    memory's Read/Write/Edit); Task/Agent are never granted."""
 
     disallowed = {tool_base_name(entry) for entry in definition.disallowed_tools}
     listed = [tool_base_name(entry) for entry in definition.tools] if definition.tools is not None else []
     wanted = list(available) if definition.tools is None else [*listed, *granted]
-    chosen: dict[str, Tool] = {}
-    unknown: list[str] = []
-    for name in wanted:
-        if name in NEVER_GRANTED or name in disallowed or name in chosen:
-            continue
-        tool = available.get(name)
-        if tool is None:
-            unknown.append(name)
-        else:
-            chosen[name] = tool
-    return chosen, unknown
-
-
-def _missing_tool_reason(name: str) -> str:
-    if name == "WebSearch":
-        return "which needs the Anthropic provider (it uses the API's server-side web search)"
-    if name == "Skill":
-        return "but no skills are installed for it to load"
-    return "which this server does not have"
+    chosen = {
+        name: available[name]
+        for name in wanted
+        if name in available and name not in AGENT_TOOLS and name not in disallowed
+    }
+    return ToolSelection(chosen, missing_tools(definition, available))
 
 
 def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> ToolGate:
@@ -184,6 +181,7 @@ class Subagents:
         Raises:
             UnknownAgentError: no such subagent type.
             ProviderNotConfiguredError: no model provider is configured.
+            AgentToolsError: the agent's `tools` line names only tools that do not exist here.
             TaskNotFoundError: `resume` names no task.
             SubagentsError: `resume` names a task that is still running, or one another agent ran.
         """
@@ -207,6 +205,7 @@ class Subagents:
             definition = self.definition(args.subagent_type, catalog)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
+        self._refuse_without_tools(definition)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             from .agent_setup import agent_extras, opening_message
@@ -263,11 +262,11 @@ class Subagents:
         cwd = self._working_directory(roots)
         allowed = (cwd, *(root for root in roots if root != cwd), *extras.extra_roots)
         provider = self.provider_name
-        tools, unknown = select_tools(
-            definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools
-        )
-        for name in unknown:
-            self._warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
+        selection = select_tools(definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools)
+        require_some_tool(definition, selection.missing, granted=bool(extras.granted_tools))
+        for item in selection.missing:
+            self._warn_once(f"agent {definition.name}: tool {item.entry!r} is left out: {item.reason}")
+        tools = selection.tools
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
         model_id = resolve_model_id(
             task_model=args.model,
@@ -308,6 +307,19 @@ class Subagents:
                 denials=record.resources.denials,
             ),
         )
+
+    def _refuse_without_tools(self, definition: AgentDefinition) -> None:
+        """Refuse, before a task exists, an agent whose `tools` line names only tools that do not exist here.
+
+        Skill counts as existing: whether skills are installed is known only when the run is prepared.
+
+        Raises:
+            AgentToolsError: naming each entry and why it gives no tool.
+        """
+        available = {*BUILTIN_TOOL_NAMES, *PER_RUN_TOOL_NAMES}
+        if self.provider_name != "anthropic":
+            available.discard("WebSearch")
+        require_some_tool(definition, missing_tools(definition, available), granted=definition.memory is not None)
 
     def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
         """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""

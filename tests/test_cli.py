@@ -64,7 +64,7 @@ def test_agents_list_json_shows_agents_and_failures(
     reviewer = by_name["reviewer"]
     assert reviewer["tools"] == ["Read", "Grep"] and reviewer["model"] == "opus"
     assert reviewer["file"].endswith("reviewer.md") and reviewer["description"] == "Reviews code"
-    assert set(reviewer) == {"name", "source", "model", "tools", "disallowedTools", "description", "file"}
+    assert set(reviewer) == {"name", "source", "model", "tools", "disallowedTools", "description", "file", "problem"}
     assert by_name["Explore"]["source"] == "built-in"
     assert [Path(e["path"]).name for e in listing["errors"]] == ["broken.md"]
     assert listing["errors"][0]["error"]
