@@ -29,7 +29,7 @@ from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message, UserMessage
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
-from .models.resolve import resolve_model_id
+from .models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
 from .permissions.asking import Asker, Denial
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
@@ -130,6 +130,12 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._warned: set[str] = set()
+        if self.provider_name == "openai" and settings.model in MODEL_ALIASES:
+            logger.warning(
+                "an OpenAI-compatible endpoint is configured but no model: Task refuses agents whose file names "
+                "none. %s.",
+                MODEL_HINT,
+            )
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -180,7 +186,7 @@ class Subagents:
 
         Raises:
             UnknownAgentError: no such subagent type.
-            ProviderNotConfiguredError: no model provider is configured.
+            ProviderNotConfiguredError: no model provider is configured, or no model it serves.
             AgentToolsError: the agent's `tools` line names only tools that do not exist here.
             TaskNotFoundError: `resume` names no task.
             SubagentsError: `resume` names a task that is still running, or one another agent ran.
@@ -205,6 +211,7 @@ class Subagents:
             definition = self.definition(args.subagent_type, catalog)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
+        self._model_id(definition, args)  # an alias an OpenAI-compatible endpoint does not serve is refused now
         self._refuse_without_tools(definition)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
@@ -268,12 +275,7 @@ class Subagents:
             self._warn_once(f"agent {definition.name}: tool {item.entry!r} is left out: {item.reason}")
         tools = selection.tools
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
-        model_id = resolve_model_id(
-            task_model=args.model,
-            definition_model=definition.model,
-            default_model=self.settings.model,
-            provider=provider,
-        )
+        model_id = self._model_id(definition, args)
         profile = model_profile(model_id)
         chosen = model_settings(
             profile,
@@ -308,6 +310,19 @@ class Subagents:
             ),
         )
 
+    def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:
+        """The model the task runs on.
+
+        Raises:
+            ProviderNotConfiguredError: an OpenAI-compatible endpoint and no model it serves.
+        """
+        return resolve_model_id(
+            task_model=args.model,
+            definition_model=definition.model,
+            default_model=self.settings.model,
+            provider=self.provider_name,
+        )
+
     def _refuse_without_tools(self, definition: AgentDefinition) -> None:
         """Refuse, before a task exists, an agent whose `tools` line names only tools that do not exist here.
 
@@ -325,8 +340,10 @@ class Subagents:
         """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
         if model.provider not in ("anthropic", "openai"):
             return None
+        # Without --model, an OpenAI-compatible endpoint has only the task's own model to read pages with.
+        default = model_id if self.settings.model in MODEL_ALIASES else self.settings.model
         fast = resolve_model_id(
-            task_model="haiku", definition_model=None, default_model=self.settings.model, provider=model.provider
+            task_model="haiku", definition_model=None, default_model=default, provider=model.provider
         )
         return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
 
