@@ -51,7 +51,12 @@ _FIELD_HINTS: Final = {
     "initial_prompt": "initialPrompt",
     "omit_claude_md": "omitClaudeMd",
 }
-_LOWERCASE_NAME: Final = re.compile(r"[a-z0-9][a-z0-9-]*")
+_NAME_STYLE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+"""Claude Code's own agents are named `general-purpose`, `Explore`, `Plan`: letters of either case, digits, hyphens."""
+NO_AGENT_FILE: Final = (
+    "no agent file found: agent files are Markdown files (*.md) that start with a '---' frontmatter block "
+    "(a README.md without one is skipped)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,8 @@ class Problem:
 
 
 def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[Problem]:
-    """Problems in the given agent files; folders are searched recursively for `*.md`."""
+    """Problems in the given agent files; folders are searched recursively for `*.md`. A path that holds no agent
+    file (an empty folder, only a README.md) is an error: there was nothing to check."""
     problems: list[Problem] = []
     first_file_by_name: dict[str, str] = {}
     for path in paths:
@@ -74,9 +80,11 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
         except OSError as exc:
             problems.append(Problem(str(path), f"cannot list folder: {exc.strerror or exc}"))
             continue
+        checked = 0
         for file in files:
-            definition, file_problems = _validate_file(file, known_tools)
+            definition, file_problems, is_agent_file = _validate_file(file, known_tools)
             problems.extend(file_problems)
+            checked += is_agent_file
             if definition is None:
                 continue
             first = first_file_by_name.setdefault(definition.name, file)
@@ -84,22 +92,25 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
                 problems.append(
                     Problem(file, f"name {definition.name!r} is also defined in {first}; the later one wins", "warning")
                 )
+        if not checked:
+            problems.append(Problem(str(path), NO_AGENT_FILE))
     return problems
 
 
-def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefinition | None, list[Problem]]:
+def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefinition | None, list[Problem], bool]:
+    """The definition (None when it does not load), its problems, and whether the file is meant as an agent file."""
     text = read_definition_text(path)
     if text is None:
-        return None, []
+        return None, [], False
     if isinstance(text, LoadError):
-        return None, [Problem(path, text.error)]
+        return None, [Problem(path, text.error)], True
     try:
         frontmatter = read_frontmatter(text, Path(path))
         definition = build_definition(
             frontmatter.fields, frontmatter.body, path=Path(path), source="project", fallback_name=Path(path).stem
         )
     except DefinitionError as exc:
-        return None, [Problem(path, exc.message)]
+        return None, [Problem(path, exc.message)], True
 
     problems: list[Problem] = []
 
@@ -112,8 +123,8 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
         warn(f"{frontmatter.yaml_repaired}; loaded anyway by quoting the value. Quote it: strict parsers reject it")
     if not fields.get("name"):
         warn(f"no 'name' field; the file name {definition.name!r} is used")
-    elif not _LOWERCASE_NAME.fullmatch(definition.name):
-        warn(f"name {definition.name!r} should use lowercase letters, digits and hyphens only")
+    elif not _NAME_STYLE.fullmatch(definition.name):
+        warn(f"name {definition.name!r} should use letters, digits and hyphens only")
     if not fields.get("description"):
         used = next((key for key in DESCRIPTION_FALLBACKS if fields.get(key)), DESCRIPTION_FALLBACKS[0])
         warn(f"description taken from {used!r}; Claude Code's field is 'description'")
@@ -137,7 +148,7 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
     for key, note in NO_EFFECT_HERE.items():
         if fields.get(key) not in (None, "", [], {}):
             warn(note)
-    return definition, problems
+    return definition, problems, True
 
 
 def _tool_messages(path: str, definition: AgentDefinition, known_tools: Collection[str]) -> list[Problem]:

@@ -82,7 +82,7 @@ def test_name_problems_are_warnings(tmp_path: Path) -> None:
         ("warning", "no 'name' field; the file name 'from-stem' is used"),
     ]
     assert messages(write_agent(tmp_path, "mixed.md", "name: My_Agent\ndescription: d")) == [
-        ("warning", "name 'My_Agent' should use lowercase letters, digits and hyphens only"),
+        ("warning", "name 'My_Agent' should use letters, digits and hyphens only"),
     ]
 
 
