@@ -9,13 +9,17 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.definitions import Catalog, CatalogLoader, DefinitionSources, missing_tools, validate_paths
+from tests.support import SHARED, require_shared
 
-CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus").resolve()
+CORPUS = SHARED / "corpus"
 PLUGINS = CORPUS / "wshobson-agents" / "plugins"
 KNOWN_TOOLS = frozenset({"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"})
 AGENT_FILES = 202
 
-pytestmark = pytest.mark.skipif(not PLUGINS.is_dir(), reason=f"agent corpus not found at {CORPUS}")
+
+@pytest.fixture(scope="module", autouse=True)
+def corpus_present() -> None:
+    require_shared(PLUGINS, "agent corpus")
 
 
 @pytest.fixture(scope="module")
