@@ -111,6 +111,12 @@ def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials
 
 
 class Subagents:
+    """The runtime of one server process: agent definitions, the model provider and the task manager.
+
+    `launch` turns a Task call into a task; `build_server(app)` puts it behind MCP. Pass `model` (a `ScriptedModel`,
+    say) to run without a provider, and `environ` to read provider keys from somewhere other than `os.environ`.
+    """
+
     def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
@@ -139,6 +145,7 @@ class Subagents:
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
+        """Run the task manager (and close the provider's client at the end); tasks launch only inside it."""
         async with self.tasks.running():
             try:
                 yield self
@@ -150,14 +157,21 @@ class Subagents:
 
     @property
     def provider_name(self) -> str:
+        """`anthropic`, `openai`, the injected model's provider name, or `none`."""
         if self._model is not None:
             return self._model.provider
         return self._provider.name if self._provider else "none"
 
     def catalog(self) -> Catalog:
+        """The agents in effect now, read again from their files (cheaply: unchanged files are not parsed)."""
         return self.loader.load()
 
     def definition(self, name: str, catalog: Catalog | None = None) -> AgentDefinition:
+        """The named agent.
+
+        Raises:
+            UnknownAgentError: no agent has that name.
+        """
         catalog = catalog or self.catalog()
         definition = catalog.get(name)
         if definition is None:
@@ -165,6 +179,11 @@ class Subagents:
         return definition
 
     async def model(self) -> Model:
+        """The provider's model adapter, built (and its SDK imported) on first use.
+
+        Raises:
+            ProviderNotConfiguredError: no provider is configured.
+        """
         async with self._model_lock:
             if self._model is None:
                 self._model = await create_model(
@@ -247,6 +266,7 @@ class Subagents:
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
+        """The built-in tools, by name."""
         return builtin_tools()
 
     def _working_directory(self, roots: tuple[Path, ...]) -> Path:
