@@ -8,18 +8,38 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 import mcp_subagents
 
 INCLUDED_PRIVATE_MEMBERS = ["__version__"]
 
 
 def test_all_lists_every_export_once() -> None:
+    # Members load on first use (see the package's __getattr__); dir() lists them all the same.
     exported = [
         name
-        for name, value in vars(mcp_subagents).items()
-        if (not name.startswith("_") and not isinstance(value, ModuleType)) or name in INCLUDED_PRIVATE_MEMBERS
+        for name in dir(mcp_subagents)
+        if (not name.startswith("_") and not isinstance(getattr(mcp_subagents, name), ModuleType))
+        or name in INCLUDED_PRIVATE_MEMBERS
     ]
     assert sorted(mcp_subagents.__all__) == sorted(exported)  # ruff (RUF022) keeps __all__ itself in order
+
+
+def test_importing_the_package_loads_no_member_until_asked() -> None:
+    code = (
+        "import sys, mcp_subagents\n"
+        "print(sorted(m for m in ('mcp_subagents.server', 'mcp_subagents.service', 'mcp') if m in sys.modules))\n"
+        "from mcp_subagents import build_server\n"
+        "print('mcp_subagents.server' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert run.stdout.split("\n")[:2] == ["[]", "True"]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'Runtime'"):
+        mcp_subagents.Runtime  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_every_export_comes_from_the_package_and_is_documented() -> None:
