@@ -1,1 +1,68 @@
+"""mcp-subagents: Claude-Code-style subagents for any MCP host.
+
+The public surface: `Settings`, `Subagents` (the runtime) and `build_server` to embed the server; `run_agent` and
+`AgentRun` for the tool-use loop itself; `ScriptedModel`, `FunctionModel`, `text`, `tool_call` and `tool_calls` to
+test agent files without a key; `AgentDefinition`; and the errors `SubagentsError` and `ToolError`.
+"""
+
+import importlib as _importlib
+import typing as _typing
+
 __version__ = "0.1.0"
+
+if _typing.TYPE_CHECKING:
+    from .definitions import AgentDefinition
+    from .errors import SubagentsError, ToolError
+    from .loop import AgentRun, run_agent
+    from .models.scripted import FunctionModel, ScriptedModel, text, tool_call, tool_calls
+    from .server import build_server
+    from .service import Subagents
+    from .settings import Settings
+
+# Loaded when first asked for: importing any submodule runs this file, and the CLI and the tool modules must not
+# pay for the MCP server stack (nor import its HTTP client) until they use it.
+_HOMES = {
+    "AgentDefinition": ".definitions",
+    "AgentRun": ".loop",
+    "FunctionModel": ".models.scripted",
+    "ScriptedModel": ".models.scripted",
+    "Settings": ".settings",
+    "Subagents": ".service",
+    "SubagentsError": ".errors",
+    "ToolError": ".errors",
+    "build_server": ".server",
+    "run_agent": ".loop",
+    "text": ".models.scripted",
+    "tool_call": ".models.scripted",
+    "tool_calls": ".models.scripted",
+}
+
+__all__ = [
+    "AgentDefinition",
+    "AgentRun",
+    "FunctionModel",
+    "ScriptedModel",
+    "Settings",
+    "Subagents",
+    "SubagentsError",
+    "ToolError",
+    "__version__",
+    "build_server",
+    "run_agent",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -17,7 +17,7 @@ import anyio
 from mcp import MCPDeprecationWarning
 
 from . import __version__
-from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError
+from .errors import ConfigError, LaunchRefusedError, SubagentsError
 from .settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Settings, add_options, settings_from
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
@@ -138,7 +138,7 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
         async with app.running():
             try:
                 record = app.launch(TaskArguments(description="run from the shell", prompt=prompt, subagent_type=agent))
-            except ProviderNotConfiguredError as exc:
+            except LaunchRefusedError as exc:
                 print(task_error(agent, exc.message))
                 return 1
             except SubagentsError as exc:
@@ -157,10 +157,16 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:
-    from .definitions import CatalogLoader, tools_summary
+    from .definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
     from .service import definition_sources
+    from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
 
     catalog = CatalogLoader(definition_sources(settings)).load()
+    available = {*BUILTIN_TOOL_NAMES, *PER_RUN_TOOL_NAMES}
+    problems = {
+        d.name: no_usable_tools(d, missing_tools(d, available), granted=d.memory is not None)
+        for d in catalog.agents.values()
+    }
     if as_json:
         agents = [
             {
@@ -171,6 +177,7 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
                 "disallowedTools": list(d.disallowed_tools),
                 "description": d.description,
                 "file": str(d.path) if d.path else None,
+                "problem": problems[d.name],
             }
             for d in catalog.agents.values()
         ]
@@ -178,10 +185,13 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
         print(json.dumps({"agents": agents, "errors": errors}, indent=2))
         return
     for d in catalog.agents.values():
-        print(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}")
+        unusable = "  [NO USABLE TOOLS: Task refuses it]" if problems[d.name] else ""
+        print(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}{unusable}")
         print(f"    {' '.join(d.description.split())[:160]}")
         if d.path:
             print(f"    {d.path}")
+        if problems[d.name]:
+            print(f"    problem: {problems[d.name]}")
     for denied in catalog.denied:
         print(f"{denied}  [denied by settings]")
     if catalog.errors:

@@ -47,8 +47,16 @@ class TaskNotFoundError(SubagentsError):
         self.task_id = task_id
 
 
-class ProviderNotConfiguredError(SubagentsError):
-    """No model provider is configured, so no subagent can run."""
+class LaunchRefusedError(SubagentsError):
+    """A Task that cannot start as asked; the host gets it as the agent's `<task_error>`."""
+
+
+class ProviderNotConfiguredError(LaunchRefusedError):
+    """No model provider (or no model the provider serves) is configured, so no subagent can run."""
+
+
+class AgentToolsError(LaunchRefusedError):
+    """The agent's `tools` list names tools, but none of them exists here."""
 
 
 class RunError(SubagentsError):

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .auth import principal_of
 from .elicitation import Elicitor, answer_of, permission_request
-from .errors import ProviderNotConfiguredError, SubagentsError, TaskNotFoundError
+from .errors import LaunchRefusedError, SubagentsError, TaskNotFoundError
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
 from .loop import RunEvent, ToolStarted, TurnStarted
 from .permissions.asking import Asker, OpenQuestions, cannot_ask
@@ -82,7 +82,7 @@ class TaskCalls:
             roots = confine_roots(roots, areas=(app.settings.working_directory, *app.settings.allowed_roots))
         try:
             record = app.launch(args, catalog=catalog, roots=roots, principal=principal_of(ctx.request))
-        except ProviderNotConfiguredError as exc:
+        except LaunchRefusedError as exc:
             return _text(task_error(args.subagent_type, exc.message), is_error=True)
         if record.background:
             return _text(launched_text(record))

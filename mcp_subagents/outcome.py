@@ -47,7 +47,8 @@ class TaskOutcome:
 
     @property
     def is_error(self) -> bool:
-        return self.state in ("failed", "interrupted")
+        """Whether the host gets it as a `<task_error>` with `isError`: every ending but completion."""
+        return self.state != "completed"
 
 
 def redacted(outcome: TaskOutcome, redact: Callable[[str], str]) -> TaskOutcome:

@@ -71,6 +71,10 @@ def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
 
 
 def build_server(app: Subagents) -> SubagentsServer:
+    """The MCP server offering Task, TaskOutput and TaskStop over `app`; serve it with any MCP transport.
+
+    `app` must be running (`async with app.running()`) while the server serves.
+    """
     task_calls = TaskCalls(app)
 
     async def list_tools(

@@ -19,22 +19,24 @@ from .definitions import (
     Catalog,
     CatalogLoader,
     DefinitionSources,
+    MissingTool,
     builtin_agents_dir,
+    missing_tools,
+    require_some_tool,
     tool_base_name,
 )
-from .definitions.validate import NEVER_GRANTED
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message, UserMessage
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
-from .models.resolve import resolve_model_id
+from .models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
 from .permissions.asking import Asker, Denial
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
-from .tools import Tool, ToolContext, builtin_tools
+from .tools import AGENT_TOOLS, BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
 from .transcripts import read_history
 
@@ -113,34 +115,29 @@ class TaskArguments:
     effort: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ToolSelection:
+    tools: dict[str, Tool]
+    """The agent's tools, by name, in the order they were chosen."""
+    missing: list[MissingTool]
+    """Entries of the definition's `tools` that give it no tool, and why."""
+
+
 def select_tools(
     definition: AgentDefinition, available: Mapping[str, Tool], granted: Sequence[str] = ()
-) -> tuple[dict[str, Tool], list[str]]:
+) -> ToolSelection:
     """Apply `disallowedTools` first, then `tools` plus `granted` (tools the agent's features need, such as its
-    memory's Read/Write/Edit); Task/Agent are never granted. Returns (tools, unknown names)."""
+    memory's Read/Write/Edit); Task/Agent are never granted."""
 
     disallowed = {tool_base_name(entry) for entry in definition.disallowed_tools}
     listed = [tool_base_name(entry) for entry in definition.tools] if definition.tools is not None else []
     wanted = list(available) if definition.tools is None else [*listed, *granted]
-    chosen: dict[str, Tool] = {}
-    unknown: list[str] = []
-    for name in wanted:
-        if name in NEVER_GRANTED or name in disallowed or name in chosen:
-            continue
-        tool = available.get(name)
-        if tool is None:
-            unknown.append(name)
-        else:
-            chosen[name] = tool
-    return chosen, unknown
-
-
-def _missing_tool_reason(name: str) -> str:
-    if name == "WebSearch":
-        return "which needs the Anthropic provider (it uses the API's server-side web search)"
-    if name == "Skill":
-        return "but no skills are installed for it to load"
-    return "which this server does not have"
+    chosen = {
+        name: available[name]
+        for name in wanted
+        if name in available and name not in AGENT_TOOLS and name not in disallowed
+    }
+    return ToolSelection(chosen, missing_tools(definition, available))
 
 
 def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
@@ -156,6 +153,12 @@ def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials
 
 
 class Subagents:
+    """The runtime of one server process: agent definitions, the model provider and the task manager.
+
+    `launch` turns a Task call into a task; `build_server(app)` puts it behind MCP. Pass `model` (a `ScriptedModel`,
+    say) to run without a provider, and `environ` to read provider keys from somewhere other than `os.environ`.
+    """
+
     def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
@@ -179,9 +182,16 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
+        if self.provider_name == "openai" and settings.model in MODEL_ALIASES:
+            logger.warning(
+                "an OpenAI-compatible endpoint is configured but no model: Task refuses agents whose file names "
+                "none. %s.",
+                MODEL_HINT,
+            )
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
+        """Run the task manager (and close the provider's client at the end); tasks launch only inside it."""
         async with self.tasks.running():
             try:
                 yield self
@@ -193,14 +203,21 @@ class Subagents:
 
     @property
     def provider_name(self) -> str:
+        """`anthropic`, `openai`, the injected model's provider name, or `none`."""
         if self._model is not None:
             return self._model.provider
         return self._provider.name if self._provider else "none"
 
     def catalog(self) -> Catalog:
+        """The agents in effect now, read again from their files (cheaply: unchanged files are not parsed)."""
         return self.loader.load()
 
     def definition(self, name: str, catalog: Catalog | None = None) -> AgentDefinition:
+        """The named agent.
+
+        Raises:
+            UnknownAgentError: no agent has that name.
+        """
         catalog = catalog or self.catalog()
         definition = catalog.get(name)
         if definition is None:
@@ -208,6 +225,11 @@ class Subagents:
         return definition
 
     async def model(self) -> Model:
+        """The provider's model adapter, built (and its SDK imported) on first use.
+
+        Raises:
+            ProviderNotConfiguredError: no provider is configured.
+        """
         async with self._model_lock:
             if self._model is None:
                 self._model = await create_model(
@@ -229,9 +251,10 @@ class Subagents:
 
         Raises:
             UnknownAgentError: no such subagent type.
-            ProviderNotConfiguredError: no model provider is configured.
+            ProviderNotConfiguredError: no model provider is configured, or no model it serves.
+            AgentToolsError: the agent's `tools` line names only tools that do not exist here.
             TaskNotFoundError: `resume` names no task.
-            SubagentsError: `resume` names a task that is still running.
+            SubagentsError: `resume` names a task that is still running, or one another agent ran.
         """
         history: list[Message] = []
         if args.resume:
@@ -241,12 +264,20 @@ class Subagents:
                     f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
                     "TaskStop before resuming it."
                 )
+            if args.subagent_type != previous.agent:
+                raise SubagentsError(
+                    f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
+                    f'agent, not {args.subagent_type}. Call Task again with subagent_type "{previous.agent}" to '
+                    f"resume it, or without resume to start a new {args.subagent_type} task."
+                )
             definition = self.definition(previous.agent, catalog)
             history = read_history(self.tasks.transcript_path(previous.id))
         else:
             definition = self.definition(args.subagent_type, catalog)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
+        self._model_id(definition, args)  # an alias an OpenAI-compatible endpoint does not serve is refused now
+        self._refuse_without_tools(definition)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             from .agent_setup import agent_extras, opening_message
@@ -281,6 +312,7 @@ class Subagents:
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
+        """The built-in tools, by name."""
         return builtin_tools()
 
     def _working_directory(self, roots: tuple[Path, ...]) -> Path:
@@ -305,18 +337,13 @@ class Subagents:
         extra = (*roots, *self._additional_directories(claude_settings, cwd), *extras.extra_roots)
         allowed = tuple(dict.fromkeys((cwd, *extra)))
         provider = self.provider_name
-        tools, unknown = select_tools(
-            definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools
-        )
-        for name in unknown:
-            self._warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
+        selection = select_tools(definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools)
+        require_some_tool(definition, selection.missing, granted=bool(extras.granted_tools))
+        for item in selection.missing:
+            self._warn_once(f"agent {definition.name}: tool {item.entry!r} is left out: {item.reason}")
+        tools = selection.tools
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
-        model_id = resolve_model_id(
-            task_model=args.model,
-            definition_model=definition.model,
-            default_model=self.settings.model,
-            provider=provider,
-        )
+        model_id = self._model_id(definition, args)
         profile = model_profile(model_id)
         chosen = model_settings(
             profile,
@@ -353,12 +380,40 @@ class Subagents:
             ),
         )
 
+    def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:
+        """The model the task runs on.
+
+        Raises:
+            ProviderNotConfiguredError: an OpenAI-compatible endpoint and no model it serves.
+        """
+        return resolve_model_id(
+            task_model=args.model,
+            definition_model=definition.model,
+            default_model=self.settings.model,
+            provider=self.provider_name,
+        )
+
+    def _refuse_without_tools(self, definition: AgentDefinition) -> None:
+        """Refuse, before a task exists, an agent whose `tools` line names only tools that do not exist here.
+
+        Skill counts as existing: whether skills are installed is known only when the run is prepared.
+
+        Raises:
+            AgentToolsError: naming each entry and why it gives no tool.
+        """
+        available = {*BUILTIN_TOOL_NAMES, *PER_RUN_TOOL_NAMES}
+        if self.provider_name != "anthropic":
+            available.discard("WebSearch")
+        require_some_tool(definition, missing_tools(definition, available), granted=definition.memory is not None)
+
     def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
         """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
         if model.provider not in ("anthropic", "openai"):
             return None
+        # Without --model, an OpenAI-compatible endpoint has only the task's own model to read pages with.
+        default = model_id if self.settings.model in MODEL_ALIASES else self.settings.model
         fast = resolve_model_id(
-            task_model="haiku", definition_model=None, default_model=self.settings.model, provider=model.provider
+            task_model="haiku", definition_model=None, default_model=default, provider=model.provider
         )
         return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
 

@@ -26,6 +26,8 @@ def _default_state_dir(environ: Mapping[str, str]) -> Path:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
+    """Everything the command line and the `MCP_SUBAGENTS_*` variables configure; the defaults are the flags'."""
+
     transport: Transport = "stdio"
     host: str = "127.0.0.1"
     port: int = 8000
@@ -85,6 +87,7 @@ class Settings:
 
     @property
     def working_directory(self) -> Path:
+        """`--cwd`, or the process's working directory, resolved."""
         return (self.cwd or Path.cwd()).resolve()
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from mcp_subagents.models.base import Model
@@ -66,3 +68,20 @@ async def connected(
 
 def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
+
+
+SHARED = Path(os.environ.get("MCP_SUBAGENTS_SHARED") or Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
+"""Reference material kept next to the checkout (the agent corpus, Claude Code captures); $MCP_SUBAGENTS_SHARED
+points elsewhere."""
+REQUIRE_SHARED = "MCP_SUBAGENTS_REQUIRE_CORPUS"
+
+
+def require_shared(path: Path, what: str) -> None:
+    """Skip the test when `path` (under `SHARED`) is missing, saying where it looked; fail instead when
+    MCP_SUBAGENTS_REQUIRE_CORPUS=1, as in CI, where the folder is always there."""
+    if path.exists():
+        return
+    where = f"{what} not found at {path}"
+    if os.environ.get(REQUIRE_SHARED) == "1":
+        pytest.fail(f"{where}, and {REQUIRE_SHARED}=1 requires it", pytrace=False)
+    pytest.skip(f"{where}; set {REQUIRE_SHARED}=1 to fail instead of skipping")

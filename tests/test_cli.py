@@ -64,7 +64,7 @@ def test_agents_list_json_shows_agents_and_failures(
     reviewer = by_name["reviewer"]
     assert reviewer["tools"] == ["Read", "Grep"] and reviewer["model"] == "opus"
     assert reviewer["file"].endswith("reviewer.md") and reviewer["description"] == "Reviews code"
-    assert set(reviewer) == {"name", "source", "model", "tools", "disallowedTools", "description", "file"}
+    assert set(reviewer) == {"name", "source", "model", "tools", "disallowedTools", "description", "file", "problem"}
     assert by_name["Explore"]["source"] == "built-in"
     assert [Path(e["path"]).name for e in listing["errors"]] == ["broken.md"]
     assert listing["errors"][0]["error"]
@@ -91,6 +91,37 @@ def test_validate_reports_problems_and_exits_1(tmp_path: Path) -> None:
     assert all(line.startswith(f"{bad}: ") for line in lines)
     joined = failed.stdout
     assert "Teleport" in joined and "flavour" in joined and "sonet" in joined
+
+
+@pytest.mark.parametrize("content", [None, "README.md"])
+def test_validate_without_any_agent_file_says_so_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None
+) -> None:
+    folder = tmp_path / "agents"
+    folder.mkdir()
+    if content is not None:
+        (folder / content).write_text("# Our agents\n\nThey live here.\n", encoding="utf-8")
+    for path in (folder, folder / content) if content else (folder,):
+        with pytest.raises(SystemExit) as exited:
+            main(["agents", "validate", str(path)])
+        assert exited.value.code == 1
+        out, err = capsys.readouterr()
+        assert out == (
+            f"{path}: no agent file found: agent files are Markdown files (*.md) that start with a '---' "
+            "frontmatter block (a README.md without one is skipped)\n"
+        )
+        assert "all files are valid" not in err and "1 file(s) failed" in err
+
+
+def test_the_built_in_agents_pass_the_validator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mcp_subagents.definitions import builtin_agents_dir
+
+    builtin = builtin_agents_dir()
+    assert builtin is not None
+    with pytest.raises(SystemExit) as exited:
+        main(["agents", "validate", str(builtin)])
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out, err) == (0, "", "all files are valid\n")
 
 
 def test_run_without_a_provider_prints_the_task_error(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -119,15 +120,38 @@ async def test_task_stop_cancels_a_task_blocked_in_a_model_call(tmp_path: Path) 
             await model.arrived.wait()
         with anyio.fail_after(1):
             stopped = await client.call_tool("TaskStop", {"task_id": task_id})
-        assert text_of(stopped) == f"Successfully stopped task: {task_id} (slow work)"
-        status = text_of(await client.call_tool("TaskOutput", {"task_id": task_id}))
+        assert text_of(stopped) == f"Successfully stopped task: {task_id} (slow work)" and not stopped.is_error
+        output = await client.call_tool("TaskOutput", {"task_id": task_id})
         again = text_of(await client.call_tool("TaskStop", {"task_id": task_id}))
+    status = text_of(output)
     assert "<status>stopped</status>" in status and "was stopped" in status
+    assert '<task_error agent="general-purpose">' in status and output.is_error  # a task_error is always isError
     assert "already finished with status stopped" in again
     state_dir = settings.state_dir / "tasks"
     assert "was stopped" in (state_dir / f"{task_id}.output").read_text(encoding="utf-8")
     last = json.loads((state_dir / f"{task_id}.jsonl").read_text(encoding="utf-8").splitlines()[-1])
     assert last["type"] == "end" and last["state"] == "stopped"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_foreground_task_stopped_from_another_call_answers_an_error(tmp_path: Path, mode: str) -> None:
+    model = GatedModel()
+    async with connected(make_settings(tmp_path), mode=mode, model=model) as client:
+        results: list[Any] = []
+        async with anyio.create_task_group() as group:
+
+            async def foreground() -> None:
+                results.append(await client.call_tool("Task", TASK))
+
+            group.start_soon(foreground)
+            with anyio.fail_after(5):
+                await model.arrived.wait()
+            task_id = next((tmp_path / "state" / "tasks").glob("*.output")).stem
+            with anyio.fail_after(5):
+                await client.call_tool("TaskStop", {"task_id": task_id})
+    [result] = results
+    assert text_of(result).startswith(f'<task_error agent="general-purpose">Task {task_id} was stopped after')
+    assert result.is_error
 
 
 async def test_task_stop_kills_the_bash_processes_of_the_task(tmp_path: Path) -> None:
@@ -223,6 +247,24 @@ async def test_resume_of_a_running_or_unknown_task_is_refused(tmp_path: Path) ->
         model.gate.set()
     assert busy.is_error and "still running" in text_of(busy)
     assert unknown.is_error and text_of(unknown) == "No task found with ID: nope"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_resume_with_another_agent_is_refused_and_says_which_agent_resumes(tmp_path: Path, mode: str) -> None:
+    model = ScriptedModel([text("first answer"), text("second answer")])
+    async with connected(make_settings(tmp_path), mode=mode, model=model) as client:
+        task_id = task_id_in(text_of(await client.call_tool("Task", TASK)))
+        other = {**TASK, "subagent_type": "Explore", "prompt": "And then?", "resume": task_id}
+        refused = await client.call_tool("Task", other)
+        same = await client.call_tool("Task", {**other, "subagent_type": "general-purpose"})
+    assert refused.is_error
+    assert text_of(refused) == (
+        f"Task {task_id} was run by the general-purpose agent, and resume continues it with that agent, not "
+        f'Explore. Call Task again with subagent_type "general-purpose" to resume it, or without resume to start a '
+        "new Explore task."
+    )
+    assert len(model.requests) == 2  # the refused call reached no model
+    assert f"[Resumed task {task_id}.]" in text_of(same) and not same.is_error
 
 
 async def test_shutdown_cancels_running_tasks_and_kills_their_processes(tmp_path: Path) -> None:

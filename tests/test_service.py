@@ -57,18 +57,18 @@ def test_model_resolution(task: str | None, defined: str | None, default: str, p
 
 def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> None:
     available = builtin_tools()
-    everything, unknown = select_tools(definition(), available)
-    assert list(everything) == list(available) and unknown == []
-    read_only, _ = select_tools(definition(disallowed_tools=("Write", "Edit", "Bash(git push *)")), available)
+    everything = select_tools(definition(), available)
+    assert list(everything.tools) == list(available) and everything.missing == []
+    read_only = select_tools(definition(disallowed_tools=("Write", "Edit", "Bash(git push *)")), available).tools
     assert "Write" not in read_only and "Edit" not in read_only and "Bash" not in read_only and "Read" in read_only
-    chosen, unknown = select_tools(
+    chosen = select_tools(
         definition(
             tools=("Read", "Bash(git status)", "Task", "Agent(x)", "WebSearch", "Grep"), disallowed_tools=("Grep",)
         ),
         available,
     )
-    assert list(chosen) == ["Read", "Bash"]
-    assert unknown == ["WebSearch"]
+    assert list(chosen.tools) == ["Read", "Bash"]
+    assert [item.entry for item in chosen.missing] == ["Task", "Agent(x)", "WebSearch"]
 
 
 def test_system_prompt_has_body_environment_and_reminder(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from .model import AgentDefinition, LoadError, MemoryScope, Source, tool_base_name, tools_summary
 from .parse import parse_definition, parse_json_agents
 from .sources import Catalog, CatalogLoader, DefinitionSources, builtin_agents_dir
-from .validate import Problem, unknown_tools, validate_paths
+from .tool_entries import MissingTool, missing_tools, no_usable_tools, require_some_tool
+from .validate import Problem, validate_paths
 
 __all__ = [
     "AgentDefinition",
@@ -15,13 +16,16 @@ __all__ = [
     "DefinitionSources",
     "LoadError",
     "MemoryScope",
+    "MissingTool",
     "Problem",
     "Source",
     "builtin_agents_dir",
+    "missing_tools",
+    "no_usable_tools",
     "parse_definition",
     "parse_json_agents",
+    "require_some_tool",
     "tool_base_name",
     "tools_summary",
-    "unknown_tools",
     "validate_paths",
 ]

@@ -238,24 +238,25 @@ def _tool_list(fields: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str):
-        entries = _split_outside_parentheses(value)
+        entries = _split_outside_parentheses(value, by_space=True)
     else:
         items = as_list(value)
         if items is None or not all(isinstance(item, str) for item in items):
             raise DefinitionError(f"{key} must be a comma-separated string or a list of tool names")
-        entries = [part for item in items for part in _split_outside_parentheses(item)]
+        entries = [part for item in items for part in _split_outside_parentheses(item, by_space=True)]
     if "*" in entries and key == "tools":
         return None
     return tuple(dict.fromkeys(entries))
 
 
-def _split_outside_parentheses(value: str) -> list[str]:
-    """Split on commas, except those inside `Bash(git add *, git commit *)`-style patterns."""
+def _split_outside_parentheses(value: str, *, by_space: bool = False) -> list[str]:
+    """Split on commas (and with `by_space`, on whitespace, as Claude Code splits `tools: Read Grep`), except inside
+    `Bash(git add *, git commit *)`-style patterns."""
     entries: list[str] = []
     depth = 0
     current: list[str] = []
     for char in value:
-        if char == "," and depth == 0:
+        if depth == 0 and (char == "," or (by_space and char.isspace())):
             entries.append("".join(current))
             current = []
             continue

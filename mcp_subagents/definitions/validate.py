@@ -20,40 +20,10 @@ from .frontmatter import read_frontmatter
 from .model import AgentDefinition, LoadError, tool_base_name
 from .parse import DESCRIPTION_FALLBACKS, EFFORT_LEVELS, MODEL_ALIASES, build_definition
 from .sources import markdown_files, read_definition_text
+from .tool_entries import CLAUDE_CODE_ONLY_TOOLS, MissingTool, mcp_server_of, missing_reason, no_usable_tools
 
 Severity: TypeAlias = Literal["error", "warning"]
 
-NEVER_GRANTED: Final = AGENT_TOOLS
-"""Recognised in `tools`, but subagents never get them: no nesting."""
-CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
-    {
-        "AskUserQuestion",
-        "BashOutput",
-        "EnterPlanMode",
-        "EnterWorktree",
-        "ExitPlanMode",
-        "KillShell",
-        "LS",
-        "ListMcpResourcesTool",
-        "LSP",
-        "MultiEdit",
-        "NotebookEdit",
-        "NotebookRead",
-        "ReadMcpResourceTool",
-        "SendMessage",
-        "SlashCommand",
-        "TaskCreate",
-        "TaskGet",
-        "TaskList",
-        "TaskOutput",
-        "TaskStop",
-        "TaskUpdate",
-        "TeamCreate",
-        "TeamDelete",
-        "ToolSearch",
-    }
-)
-"""Tools Claude Code has and this server does not: named as unavailable rather than unknown."""
 NO_EFFECT_HERE: Final = {
     "hooks": "hooks are not run by this server yet: the agent's hook commands are ignored",
     "mcpServers": "mcpServers are not started by this server yet: their tools are unavailable to the agent",
@@ -81,7 +51,12 @@ _FIELD_HINTS: Final = {
     "initial_prompt": "initialPrompt",
     "omit_claude_md": "omitClaudeMd",
 }
-_LOWERCASE_NAME: Final = re.compile(r"[a-z0-9][a-z0-9-]*")
+_NAME_STYLE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+"""Claude Code's own agents are named `general-purpose`, `Explore`, `Plan`: letters of either case, digits, hyphens."""
+NO_AGENT_FILE: Final = (
+    "no agent file found: agent files are Markdown files (*.md) that start with a '---' frontmatter block "
+    "(a README.md without one is skipped)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,16 +66,9 @@ class Problem:
     severity: Severity = "error"
 
 
-def unknown_tools(definition: AgentDefinition, known_tools: Collection[str]) -> list[str]:
-    """Entries of `tools` this server cannot provide, as written; they are left out of the agent's tool set.
-
-    `mcp__*` entries and `Task`/`Agent` (recognised, never granted) are not unknown.
-    """
-    return [entry for entry in definition.tools or () if not _is_recognised(entry, known_tools)]
-
-
 def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[Problem]:
-    """Problems in the given agent files; folders are searched recursively for `*.md`."""
+    """Problems in the given agent files; folders are searched recursively for `*.md`. A path that holds no agent
+    file (an empty folder, only a README.md) is an error: there was nothing to check."""
     problems: list[Problem] = []
     first_file_by_name: dict[str, str] = {}
     for path in paths:
@@ -112,9 +80,11 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
         except OSError as exc:
             problems.append(Problem(str(path), f"cannot list folder: {exc.strerror or exc}"))
             continue
+        checked = 0
         for file in files:
-            definition, file_problems = _validate_file(file, known_tools)
+            definition, file_problems, is_agent_file = _validate_file(file, known_tools)
             problems.extend(file_problems)
+            checked += is_agent_file
             if definition is None:
                 continue
             first = first_file_by_name.setdefault(definition.name, file)
@@ -122,22 +92,25 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
                 problems.append(
                     Problem(file, f"name {definition.name!r} is also defined in {first}; the later one wins", "warning")
                 )
+        if not checked:
+            problems.append(Problem(str(path), NO_AGENT_FILE))
     return problems
 
 
-def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefinition | None, list[Problem]]:
+def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefinition | None, list[Problem], bool]:
+    """The definition (None when it does not load), its problems, and whether the file is meant as an agent file."""
     text = read_definition_text(path)
     if text is None:
-        return None, []
+        return None, [], False
     if isinstance(text, LoadError):
-        return None, [Problem(path, text.error)]
+        return None, [Problem(path, text.error)], True
     try:
         frontmatter = read_frontmatter(text, Path(path))
         definition = build_definition(
             frontmatter.fields, frontmatter.body, path=Path(path), source="project", fallback_name=Path(path).stem
         )
     except DefinitionError as exc:
-        return None, [Problem(path, exc.message)]
+        return None, [Problem(path, exc.message)], True
 
     problems: list[Problem] = []
 
@@ -150,15 +123,15 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
         warn(f"{frontmatter.yaml_repaired}; loaded anyway by quoting the value. Quote it: strict parsers reject it")
     if not fields.get("name"):
         warn(f"no 'name' field; the file name {definition.name!r} is used")
-    elif not _LOWERCASE_NAME.fullmatch(definition.name):
-        warn(f"name {definition.name!r} should use lowercase letters, digits and hyphens only")
+    elif not _NAME_STYLE.fullmatch(definition.name):
+        warn(f"name {definition.name!r} should use letters, digits and hyphens only")
     if not fields.get("description"):
         used = next((key for key in DESCRIPTION_FALLBACKS if fields.get(key)), DESCRIPTION_FALLBACKS[0])
         warn(f"description taken from {used!r}; Claude Code's field is 'description'")
     for key in definition.unknown_fields:
         hint = _FIELD_HINTS.get(key)
         warn(f"unknown field {key!r} is ignored" + (f"; did you mean {hint!r}?" if hint else ""))
-    problems.extend(Problem(path, message, "warning") for message in _tool_messages(definition, known_tools))
+    problems.extend(_tool_messages(path, definition, known_tools))
     if not _is_plausible_model(definition.model):
         problems.append(
             Problem(
@@ -175,31 +148,47 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
     for key, note in NO_EFFECT_HERE.items():
         if fields.get(key) not in (None, "", [], {}):
             warn(note)
-    return definition, problems
+    return definition, problems, True
 
 
-def _tool_messages(definition: AgentDefinition, known_tools: Collection[str]) -> list[str]:
-    messages: list[str] = []
+def _tool_messages(path: str, definition: AgentDefinition, known_tools: Collection[str]) -> list[Problem]:
+    """What `tools` leaves out and why; an error when nothing it lists exists here; typos in `disallowedTools`."""
+    problems: list[Problem] = []
+    available = {*known_tools, *PER_RUN_TOOL_NAMES}  # WebSearch and Skill may exist at run time
+    missing: list[MissingTool] = []
     for entry in definition.tools or ():
         base = tool_base_name(entry)
-        if base in NEVER_GRANTED:
-            messages.append(f"tool {entry!r} is never granted to subagents (no nesting); it is left out")
-        elif base == "WebSearch":
-            messages.append(WEB_SEARCH_NOTE)
-        elif base in CLAUDE_CODE_ONLY_TOOLS and base not in known_tools:
-            messages.append(f"tool {entry!r} exists only in Claude Code and is unavailable here; it is left out")
-        elif not _is_recognised(entry, known_tools):
-            messages.append(f"unknown tool {entry!r}; it is left out")
+        if base == "WebSearch":
+            problems.append(Problem(path, WEB_SEARCH_NOTE, "warning"))
+        if base in available:
+            continue
+        reason = missing_reason(entry, available, mcp_servers=definition.mcp_servers)
+        missing.append(MissingTool(entry, reason))
+        if base in AGENT_TOOLS:
+            message = f"tool {entry!r} is never granted to subagents (no nesting); it is left out"
+        elif base in CLAUDE_CODE_ONLY_TOOLS:
+            message = f"tool {entry!r} exists only in Claude Code and is unavailable here; it is left out"
+        elif mcp_server_of(base) is not None:
+            message = f"tool {entry!r} is left out: {reason}"
+        elif "case-sensitive" in reason:
+            message = f"unknown tool {entry!r} ({reason}); it is left out"
+        else:
+            message = f"unknown tool {entry!r}; it is left out"
+        problems.append(Problem(path, message, "warning"))
+    problem = no_usable_tools(definition, missing, granted=definition.memory is not None)
+    if problem is not None:
+        problems.append(Problem(path, f"{problem}; Task refuses to start this agent"))
     for entry in definition.disallowed_tools:
         base = tool_base_name(entry)
         if base != "*" and base not in CLAUDE_CODE_ONLY_TOOLS and not _is_recognised(entry, known_tools):
-            messages.append(f"disallowedTools names unknown tool {entry!r}; if it is a typo, the tool stays allowed")
-    return messages
+            message = f"disallowedTools names unknown tool {entry!r}; if it is a typo, the tool stays allowed"
+            problems.append(Problem(path, message, "warning"))
+    return problems
 
 
 def _is_recognised(entry: str, known_tools: Collection[str]) -> bool:
     base = tool_base_name(entry)
-    return base in known_tools or base in PER_RUN_TOOL_NAMES or base in NEVER_GRANTED or base.startswith("mcp__")
+    return base in known_tools or base in PER_RUN_TOOL_NAMES or base in AGENT_TOOLS or base.startswith("mcp__")
 
 
 def _is_plausible_model(model: str) -> bool:

@@ -27,6 +27,7 @@ import httpx2
 from ..errors import ModelAPIError, PromptTooLongError
 from ..redaction import Redactor
 from .base import ModelRequest, ModelResponse
+from .resolve import MODEL_HINT
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,13 @@ _JITTER = 0.25
 _PROMPT_TOO_LONG = re.compile(
     r"prompt is too long|input length and `?max_tokens`? exceed context limit|context_length_exceeded"
     r"|maximum context length|exceeds the (?:available )?context (?:size|window)",
+    re.IGNORECASE,
+)
+# How endpoints say that they do not serve the model asked for: OpenAI's and vLLM's "The model `x` does not exist",
+# Ollama's "model 'x' not found", OpenRouter's "x is not a valid model ID", Anthropic's 404 "model: x".
+_MODEL_NOT_SERVED = re.compile(
+    r"\bmodel\b.{0,80}\b(?:not found|does not exist|not exist|not available)"
+    r"|not a valid model|(?:unknown|invalid|no such) model|^model: \S+$",
     re.IGNORECASE,
 )
 # Error types that a retry cannot fix, even when they arrive mid-stream.
@@ -220,6 +228,10 @@ class SdkAdapter(ABC, Generic[ClientT]):
         if status == 401:
             message = (
                 f"{self._api} rejected the API key (401{kind}: {detail}){request}. Check {self._credential_variable()}."
+            )
+        elif status in (400, 404, 422) and _MODEL_NOT_SERVED.search(detail.strip()):
+            message = (
+                f"{self._api} does not serve the model asked for ({status}{kind}: {detail}){request}. {MODEL_HINT}."
             )
         elif status in (400, 403, 404, 413, 422):
             message = f"{self._api} rejected the request ({status}{kind}: {detail}){request}"

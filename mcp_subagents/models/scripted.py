@@ -63,9 +63,15 @@ class ScriptedModel:
         self.provider = provider
 
     def extend(self, *steps: ScriptStep) -> None:
+        """Add steps to the end of the script."""
         self.steps.extend(steps)
 
     async def request(self, request: ModelRequest, /) -> ModelResponse:
+        """Record the request and answer it with the script's next step.
+
+        Raises:
+            UnexpectedModelCall: the script has no step left.
+        """
         self.requests.append(request)
         if not self.steps:
             raise UnexpectedModelCall(f"Scripted model: no step left for request #{len(self.requests)}")
@@ -78,6 +84,7 @@ class ScriptedModel:
         return await result if inspect.isawaitable(result) else result
 
     def assert_complete(self) -> None:
+        """Fail if some steps of the script were never requested."""
         if self.steps:
             raise AssertionError(f"{len(self.steps)} scripted step(s) were never requested")
 
@@ -91,5 +98,6 @@ class FunctionModel:
     provider: str = "function"
 
     async def request(self, request: ModelRequest, /) -> ModelResponse:
+        """The function's answer to the request, awaited if it is a coroutine."""
         result = self.function(request)
         return await result if inspect.isawaitable(result) else result

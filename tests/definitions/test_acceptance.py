@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.definitions import CatalogLoader, DefinitionSources
+from tests.support import SHARED, require_shared
 
 FILES = {
     "no-desc": "---\nname: no-desc\n---\nBody.\n",
@@ -62,7 +63,7 @@ REJECTED = {
     "no-desc.md": "missing required field 'description'",
     "no-frontmatter.md": "no YAML frontmatter",
 }
-REFERENCE = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "claude-code-2.1.328"
+REFERENCE = SHARED / "reference" / "claude-code-2.1.328"
 
 
 @pytest.fixture
@@ -96,8 +97,8 @@ def test_bad_optional_values_are_dropped_as_claude_code_drops_them(project: Path
     assert [len(agents[name].warnings) for name in ("bad-maxturns", "bad-perm", "bad-memory")] == [1, 1, 1]
 
 
-@pytest.mark.skipif(not (REFERENCE / "acceptance.json").is_file(), reason="reference captures not found")
 def test_the_table_matches_the_capture() -> None:
+    require_shared(REFERENCE / "acceptance.json", "Claude Code reference capture")
     capture = json.loads((REFERENCE / "acceptance.json").read_text(encoding="utf-8"))
     assert capture["files"] == FILES
     listed = set(re.findall(r"^- (.+?): ", capture["cc_listing"], re.MULTILINE))

@@ -8,14 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.definitions import Catalog, CatalogLoader, DefinitionSources, unknown_tools, validate_paths
+from mcp_subagents.definitions import Catalog, CatalogLoader, DefinitionSources, missing_tools, validate_paths
+from tests.support import SHARED, require_shared
 
-CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus").resolve()
+CORPUS = SHARED / "corpus"
 PLUGINS = CORPUS / "wshobson-agents" / "plugins"
 KNOWN_TOOLS = frozenset({"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"})
 AGENT_FILES = 202
 
-pytestmark = pytest.mark.skipif(not PLUGINS.is_dir(), reason=f"agent corpus not found at {CORPUS}")
+
+@pytest.fixture(scope="module", autouse=True)
+def corpus_present() -> None:
+    require_shared(PLUGINS, "agent corpus")
 
 
 @pytest.fixture(scope="module")
@@ -72,38 +76,46 @@ def test_declared_tools_and_models_are_parsed(catalog: Catalog) -> None:
 
 
 def test_claude_code_only_tools_are_reported_not_fatal(catalog: Catalog) -> None:
-    unknown = {name: tools for name, d in catalog.agents.items() if (tools := unknown_tools(d, KNOWN_TOOLS))}
-    assert sorted(unknown) == [
+    available = {*KNOWN_TOOLS, "WebSearch", "Skill"}
+    missing = {name: found for name, d in catalog.agents.items() if (found := missing_tools(d, available))}
+    assert sorted(missing) == [
         "agent-teams:team-debugger",
         "agent-teams:team-implementer",
         "agent-teams:team-lead",
         "agent-teams:team-reviewer",
+        "meigen-ai-design:gallery-researcher",
+        "meigen-ai-design:image-generator",
     ]
-    assert unknown["agent-teams:team-lead"] == [
-        "TeamCreate",
-        "TeamDelete",
-        "TaskCreate",
-        "TaskList",
-        "TaskGet",
-        "TaskUpdate",
-        "SendMessage",
-    ]
+    lead = {item.entry: item.reason for item in missing["agent-teams:team-lead"]}
+    assert lead == {
+        "Agent": "subagents never get it (no nesting)",
+        **dict.fromkeys(
+            ["TeamCreate", "TeamDelete", "TaskCreate", "TaskList", "TaskGet", "TaskUpdate", "SendMessage"],
+            "it exists only in Claude Code",
+        ),
+    }
+    [image] = missing["meigen-ai-design:image-generator"]
+    assert image.entry == "mcp__meigen__generate_image"
+    assert image.reason.startswith("it needs an MCP server named 'meigen'")
 
 
-def test_the_validator_finds_only_warnings() -> None:
+def test_the_validator_finds_warnings_and_the_agents_that_cannot_run_here() -> None:
     problems = validate_paths([CORPUS], KNOWN_TOOLS)
-    assert [p for p in problems if p.severity == "error"] == []
-    tools = [p for p in problems if "tool" in p.message]
+    errors = [p for p in problems if p.severity == "error"]
+    # Their only tools come from an MCP server, which this server does not connect subagents to yet.
+    assert sorted(Path(p.path).name for p in errors) == ["gallery-researcher.md", "image-generator.md"]
+    assert all("it needs an MCP server named 'meigen'" in p.message for p in errors)
+    tools = [p for p in problems if "tool" in p.message and p.severity == "warning"]
     colors = [p for p in problems if "color" in p.message]
-    assert {Path(p.path).parent.parent.name for p in tools} == {"agent-teams"}
-    assert len(tools) == 20
+    assert {Path(p.path).parent.parent.name for p in tools} == {"agent-teams", "meigen-ai-design"}
+    assert len(tools) == 23
     assert [p.message for p in colors].count(
         "color is only shown in Claude Code's interface; it has no effect here"
     ) == 9
     assert [p.message for p in colors if "magenta" in p.message] == [
         "invalid color 'magenta'; allowed: red, blue, green, yellow, purple, orange, pink, cyan; the field is ignored"
     ] * 2
-    assert len(problems) == len(tools) + len(colors)
+    assert len(problems) == len(errors) + len(tools) + len(colors)
 
 
 def test_a_warm_reload_reuses_every_definition(catalog: Catalog) -> None:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.definitions import AgentDefinition, Problem, unknown_tools, validate_paths
+from mcp_subagents.definitions import AgentDefinition, Problem, missing_tools, validate_paths
 
 KNOWN = frozenset({"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"})
 
@@ -25,7 +25,7 @@ def check(tmp_path: Path, frontmatter: str, body: str = "You help.") -> list[tup
 
 
 def test_a_clean_file_has_no_problems(tmp_path: Path) -> None:
-    assert check(tmp_path, "name: clean\ndescription: d\ntools: Read, Bash(git *), mcp__gh__*\nmodel: haiku") == []
+    assert check(tmp_path, "name: clean\ndescription: d\ntools: Read, Bash(git *), Skill\nmodel: haiku") == []
 
 
 def test_a_parse_error_is_one_error(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_name_problems_are_warnings(tmp_path: Path) -> None:
         ("warning", "no 'name' field; the file name 'from-stem' is used"),
     ]
     assert messages(write_agent(tmp_path, "mixed.md", "name: My_Agent\ndescription: d")) == [
-        ("warning", "name 'My_Agent' should use lowercase letters, digits and hyphens only"),
+        ("warning", "name 'My_Agent' should use letters, digits and hyphens only"),
     ]
 
 
@@ -149,13 +149,82 @@ def test_a_missing_path_is_an_error(tmp_path: Path) -> None:
     ]
 
 
-def test_unknown_tools_lists_what_the_server_cannot_provide() -> None:
+def test_missing_tools_names_each_entry_that_gives_no_tool_and_why() -> None:
     definition = AgentDefinition(
         name="a",
         description="d",
         prompt="p",
-        tools=("Read", "Bash(ls *)", "WebSearch", "mcp__x__y", "Task", "Agent(b)", "Mystery"),
+        tools=("Read", "Bash(ls *)", "WebSearch", "mcp__x__y", "Task", "Agent(b)", "Mystery", "grep", "LS"),
+        mcp_servers=("x",),
         source="user",
     )
-    assert unknown_tools(definition, KNOWN) == ["Mystery"]
-    assert unknown_tools(AgentDefinition(name="a", description="d", prompt="p", source="user"), KNOWN) == []
+    assert [(m.entry, m.reason) for m in missing_tools(definition, {*KNOWN, "WebSearch"})] == [
+        (
+            "mcp__x__y",
+            "it comes from the agent's MCP server 'x' (in its mcpServers), which this server does not start yet",
+        ),
+        ("Task", "subagents never get it (no nesting)"),
+        ("Agent(b)", "subagents never get it (no nesting)"),
+        ("Mystery", "no tool has that name here"),
+        ("grep", "tool names are case-sensitive: did you mean 'Grep'?"),
+        ("LS", "it exists only in Claude Code"),
+    ]
+    assert missing_tools(AgentDefinition(name="a", description="d", prompt="p", source="user"), KNOWN) == []
+
+
+def test_wrong_case_tool_names_are_named_with_the_right_spelling(tmp_path: Path) -> None:
+    assert check(tmp_path, "name: a\ndescription: d\ntools: Read, grep") == [
+        ("warning", "unknown tool 'grep' (tool names are case-sensitive: did you mean 'Grep'?); it is left out"),
+    ]
+
+
+def test_an_agent_left_with_no_tool_is_an_error_naming_every_entry(tmp_path: Path) -> None:
+    found = check(tmp_path, "name: a\ndescription: d\ntools: read, grep, bash")
+    assert found[:3] == [
+        ("warning", f"unknown tool {name!r} (tool names are case-sensitive: did you mean {right!r}?); it is left out")
+        for name, right in (("read", "Read"), ("grep", "Grep"), ("bash", "Bash"))
+    ]
+    assert found[3] == (
+        "error",
+        "none of the tools its `tools` line lists exists here, so it would run with no tools at all ('read': tool "
+        "names are case-sensitive: did you mean 'Read'?; 'grep': tool names are case-sensitive: did you mean "
+        "'Grep'?; 'bash': tool names are case-sensitive: did you mean 'Bash'?); Task refuses to start this agent",
+    )
+    assert len(found) == 4
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        "tools: []",  # no tools, on purpose: Claude Code runs it too
+        'tools: ""',
+        "tools: Read\ndisallowedTools: Read",
+        "tools: reed\nmemory: project",  # its memory still gives it Read, Write and Edit
+    ],
+)
+def test_an_agent_without_tools_on_purpose_is_no_error(tmp_path: Path, fields: str) -> None:
+    assert [severity for severity, _ in check(tmp_path, f"name: a\ndescription: d\n{fields}")] in ([], ["warning"])
+
+
+def test_mcp_tools_name_the_server_that_must_provide_them(tmp_path: Path) -> None:
+    found = check(tmp_path, "name: a\ndescription: d\ntools: Read, mcp__github__create_issue, mcp__jira__search")
+    assert found == [
+        (
+            "warning",
+            "tool 'mcp__github__create_issue' is left out: it needs an MCP server named 'github': the agent's "
+            "mcpServers does not list one (in Claude Code the session's own servers could provide it), and this "
+            "server does not connect subagents to MCP servers yet",
+        ),
+        (
+            "warning",
+            "tool 'mcp__jira__search' is left out: it needs an MCP server named 'jira': the agent's mcpServers does "
+            "not list one (in Claude Code the session's own servers could provide it), and this server does not "
+            "connect subagents to MCP servers yet",
+        ),
+    ]
+    listed = check(tmp_path, "name: a\ndescription: d\ntools: Read, mcp__github__create_issue\nmcpServers: [github]")
+    assert (
+        "warning",
+        "tool 'mcp__github__create_issue' is left out: it comes from the agent's MCP server 'github' (in its "
+        "mcpServers), which this server does not start yet",
+    ) in listed

@@ -1,0 +1,138 @@
+"""Which entries of an agent's `tools` give it a tool here, why the others do not, and when none does.
+
+Tool names match exactly, as in Claude Code 2.1.328: `read` is not `Read`. Claude Code refuses to start an agent
+whose `tools` list resolves to nothing (its error names the unrecognised entries) and runs one whose tools were all
+removed on purpose (`tools: []`, or `disallowedTools` taking the rest); so does this server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from ..errors import AgentToolsError
+from ..tools import AGENT_TOOLS
+from .model import AgentDefinition, McpServerSpec, tool_base_name
+
+CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
+    {
+        "AskUserQuestion",
+        "BashOutput",
+        "EnterPlanMode",
+        "EnterWorktree",
+        "ExitPlanMode",
+        "KillShell",
+        "LS",
+        "ListMcpResourcesTool",
+        "LSP",
+        "MultiEdit",
+        "NotebookEdit",
+        "NotebookRead",
+        "ReadMcpResourceTool",
+        "SendMessage",
+        "SlashCommand",
+        "TaskCreate",
+        "TaskGet",
+        "TaskList",
+        "TaskOutput",
+        "TaskStop",
+        "TaskUpdate",
+        "TeamCreate",
+        "TeamDelete",
+        "ToolSearch",
+    }
+)
+"""Tools Claude Code has and this server does not: named as unavailable rather than unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissingTool:
+    """An entry of `tools` that gives the agent no tool here."""
+
+    entry: str
+    """As written in the file, `Bash(git *)` patterns included."""
+    reason: str
+    """Why, as a clause: "tool names are case-sensitive: did you mean 'Read'?"."""
+
+
+def missing_reason(entry: str, available: Collection[str], *, mcp_servers: Iterable[McpServerSpec] = ()) -> str:
+    """Why `entry` gives no tool when `available` are the tools that exist for the run."""
+    base = tool_base_name(entry)
+    if base in AGENT_TOOLS:
+        return "subagents never get it (no nesting)"
+    if base == "WebSearch":
+        return "it needs the Anthropic provider (it is the API's server-side web search)"
+    if base == "Skill":
+        return "no skills are installed for it to load"
+    server = mcp_server_of(base)
+    if server is not None:
+        if server in mcp_server_names(mcp_servers):
+            return (
+                f"it comes from the agent's MCP server '{server}' (in its mcpServers), which this server does not "
+                "start yet"
+            )
+        return (
+            f"it needs an MCP server named '{server}': the agent's mcpServers does not list one (in Claude Code the "
+            "session's own servers could provide it), and this server does not connect subagents to MCP servers yet"
+        )
+    if base in CLAUDE_CODE_ONLY_TOOLS:
+        return "it exists only in Claude Code"
+    same_but_case = next((name for name in available if name.lower() == base.lower()), None)
+    if same_but_case is not None:
+        return f"tool names are case-sensitive: did you mean '{same_but_case}'?"
+    return "no tool has that name here"
+
+
+def mcp_server_of(tool: str) -> str | None:
+    """`mcp__github__create_issue` -> `github`; None for a name that is not an MCP tool's."""
+    if not tool.startswith("mcp__"):
+        return None
+    server = tool.removeprefix("mcp__").partition("__")[0]
+    return server or None
+
+
+def mcp_server_names(specs: Iterable[McpServerSpec]) -> set[str]:
+    """The servers an agent's `mcpServers` names: host-config names and the keys of inline servers."""
+    names: set[str] = set()
+    for spec in specs:
+        if isinstance(spec, str):
+            names.add(spec)
+        else:
+            names.update(spec)
+    return names
+
+
+def missing_tools(definition: AgentDefinition, available: Collection[str]) -> list[MissingTool]:
+    """The entries of `tools` that name none of the `available` tools, each with why."""
+    return [
+        MissingTool(entry, missing_reason(entry, available, mcp_servers=definition.mcp_servers))
+        for entry in definition.tools or ()
+        if tool_base_name(entry) not in available or tool_base_name(entry) in AGENT_TOOLS
+    ]
+
+
+def no_usable_tools(definition: AgentDefinition, missing: Collection[MissingTool], *, granted: bool) -> str | None:
+    """What is wrong when `tools` lists entries and none of them gives a tool (and the agent's features grant none);
+    None otherwise. Tools removed on purpose (`tools: []`, `disallowedTools`) are not a problem."""
+    listed = definition.tools or ()
+    missing_entries = {item.entry for item in missing}
+    if not listed or granted or any(entry not in missing_entries for entry in listed):
+        return None
+    details = "; ".join(f"'{item.entry}': {item.reason}" for item in missing)
+    return f"none of the tools its `tools` line lists exists here, so it would run with no tools at all ({details})"
+
+
+def require_some_tool(definition: AgentDefinition, missing: Collection[MissingTool], *, granted: bool) -> None:
+    """Refuse an agent whose `tools` list names tools but none of them exists here.
+
+    Raises:
+        AgentToolsError: naming each entry and why it gives no tool.
+    """
+    problem = no_usable_tools(definition, missing, granted=granted)
+    if problem is not None:
+        where = f" in {definition.path}" if definition.path else ""
+        raise AgentToolsError(
+            f"Agent '{definition.name}' was not started: {problem}. Fix the `tools` line{where}, or choose another "
+            "subagent_type."
+        )
