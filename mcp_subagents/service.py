@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
@@ -21,11 +21,12 @@ from .definitions import (
     DefinitionSources,
     builtin_agents_dir,
     tool_base_name,
+    tools_summary,
 )
-from .definitions.validate import NEVER_GRANTED
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .hook_points import PermissionHook
 from .loop import AgentRun, RunResult, ToolGate, run_agent
-from .messages import Message, UserMessage
+from .messages import Message, Usage, UserMessage
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
@@ -34,12 +35,20 @@ from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
-from .tools import Tool, ToolContext, builtin_tools
+from .tools import AGENT_TOOLS, Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
 from .transcripts import read_history
+from .trust import PROJECT_SOURCES, ProjectTrust
+
+NESTED_TOOL_NAME = "Task"
+NESTED_STOP_GRACE_S = 10.0
+"""How long a stopped parent waits for the nested task it launched to clean up."""
 
 if TYPE_CHECKING:
     from .agent_setup import AgentExtras
+    from .extensions import Extensions, RunPlace
+    from .hooks import AgentHooks, HookSet, StartAnswer
+    from .nesting import Launcher
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
 
@@ -111,28 +120,42 @@ class TaskArguments:
     run_in_background: bool = False
     max_turns: int | None = None
     effort: str | None = None
+    isolation: str | None = None
 
 
 def select_tools(
     definition: AgentDefinition, available: Mapping[str, Tool], granted: Sequence[str] = ()
 ) -> tuple[dict[str, Tool], list[str]]:
     """Apply `disallowedTools` first, then `tools` plus `granted` (tools the agent's features need, such as its
-    memory's Read/Write/Edit); Task/Agent are never granted. Returns (tools, unknown names)."""
+    memory's Read/Write/Edit). `Task`/`Agent` (and `Task(a, b)`) select the nested Task tool when the run has one;
+    `mcp__server__*` and `mcp__server` select every tool of that MCP server. Returns (tools, unknown names)."""
 
-    disallowed = {tool_base_name(entry) for entry in definition.disallowed_tools}
+    disallowed = [tool_base_name(entry) for entry in definition.disallowed_tools]
     listed = [tool_base_name(entry) for entry in definition.tools] if definition.tools is not None else []
     wanted = list(available) if definition.tools is None else [*listed, *granted]
     chosen: dict[str, Tool] = {}
     unknown: list[str] = []
-    for name in wanted:
-        if name in NEVER_GRANTED or name in disallowed or name in chosen:
+    for entry in wanted:
+        names = _matching_tools(entry, available)
+        if names is None:
+            if entry not in AGENT_TOOLS:  # without a Task tool the run is at its depth limit: not an unknown tool
+                unknown.append(entry)
             continue
-        tool = available.get(name)
-        if tool is None:
-            unknown.append(name)
-        else:
-            chosen[name] = tool
+        for name in names:
+            if name not in chosen and not any(name in (_matching_tools(d, available) or ()) for d in disallowed):
+                chosen[name] = available[name]
     return chosen, unknown
+
+
+def _matching_tools(entry: str, available: Mapping[str, Tool]) -> list[str] | None:
+    """The available tools a `tools`/`disallowedTools` entry names; None when it names none."""
+    if entry in AGENT_TOOLS:
+        entry = NESTED_TOOL_NAME
+    if entry.startswith("mcp__") and (entry.endswith("__*") or entry.count("__") == 1):
+        prefix = entry.removesuffix("*").removesuffix("__") + "__"
+        found = [name for name in available if name.startswith(prefix)]
+        return found or None
+    return [entry] if entry in available else None
 
 
 def _missing_tool_reason(name: str) -> str:
@@ -149,10 +172,31 @@ def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
     return policy_read_filter(policy)
 
 
-def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> ToolGate:
+def permission_gate(
+    policy: PermissionPolicy,
+    *,
+    agent: str,
+    ask: Asker,
+    denials: list[Denial],
+    permission_hook: PermissionHook | None = None,
+) -> ToolGate:
     from .permissions.gate import PermissionGate  # the rule engine loads at the first run, not at start-up
 
-    return PermissionGate(policy, agent=agent, ask=ask, denials=denials)
+    return PermissionGate(policy, agent=agent, ask=ask, denials=denials, permission_hook=permission_hook)
+
+
+def _stopped_at_start(start: StartAnswer) -> RunResult:
+    """A SubagentStart hook said `continue: false`: the agent never runs."""
+    return RunResult(
+        text="",
+        stop="hook_stopped",
+        messages=[],
+        usage=Usage(),
+        turns=0,
+        tool_uses=0,
+        duration_s=0.0,
+        stop_reason=start.stop,
+    )
 
 
 class Subagents:
@@ -179,6 +223,7 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
+        self.trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -222,10 +267,13 @@ class Subagents:
         catalog: Catalog | None = None,
         roots: tuple[Path, ...] = (),
         principal: str = LOCAL_PRINCIPAL,
+        parent: TaskRecord | None = None,
+        place: RunPlace | None = None,
     ) -> TaskRecord:
         """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
 
-        The task belongs to `principal`, who alone can resume it, read it and stop it.
+        The task belongs to `principal`, who alone can resume it, read it and stop it. A nested task (launched by
+        the agent of `parent`) belongs to the parent's owner and works where the parent works (`place`).
 
         Raises:
             UnknownAgentError: no such subagent type.
@@ -249,35 +297,231 @@ class Subagents:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
-            from .agent_setup import agent_extras, opening_message
-
-            model = await self.model()
-            cwd = self._working_directory(roots)
-            extras = agent_extras(
-                definition, cwd=cwd, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
-            )
-            run = self._prepare_run(definition, args, roots, record, model=model, extras=extras)
-            prompt: str | UserMessage = args.prompt
-            if not args.resume:  # a resumed conversation already starts with the context: not twice
-                prompt = await opening_message(
-                    args.prompt,
-                    extras=extras,
-                    cwd=cwd,
-                    claude_dir=self.settings.claude_dir,
-                    managed_dir=self.settings.policy_file.parent if self.settings.policy_file else None,
-                    env=self._tool_environment(),
-                )
-            return await run_agent(run, prompt, model=model, history=history, on_event=listener)
+            return await self._run_task(definition, args, roots, history, record, listener, place)
 
         return self.tasks.start(
             agent=definition.name,
             description=args.description,
             job=job,
-            background=args.run_in_background or definition.background,
+            background=parent is None and (args.run_in_background or definition.background),
             resumed_from=args.resume,
             history=history,
             owner=principal,
+            parent=parent,
         )
+
+    async def _run_task(
+        self,
+        definition: AgentDefinition,
+        args: TaskArguments,
+        roots: tuple[Path, ...],
+        history: Sequence[Message],
+        record: TaskRecord,
+        listener: Listener,
+        inherited: RunPlace | None,
+    ) -> RunResult:
+        """One run, with what the agent file's extension points hold open for it (its worktree, its MCP servers),
+        closed when it ends, fails or is stopped."""
+        from .agent_setup import agent_extras, opening_message
+        from .extensions import RunPlace
+
+        model = await self.model()
+        project = self._working_directory(roots)
+        place = inherited or RunPlace(project=project, cwd=project)
+        extras = agent_extras(
+            definition, cwd=place.project, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
+        )
+        async with AsyncExitStack() as held:
+            place = await self._isolate(definition, args, record, place, held)
+            extensions = await self._open_extensions(definition, args, roots, record, place, held)
+            run = self._prepare_run(
+                definition, args, roots, record, model=model, extras=extras, place=place, extensions=extensions
+            )
+            start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
+            if start is not None and start.stop is not None:
+                return _stopped_at_start(start)
+            context = (*extensions.context, *(start.context if start is not None else ()))
+            prompt: str | UserMessage = UserMessage(content=args.prompt, context=context) if context else args.prompt
+            if not args.resume:  # a resumed conversation already starts with the context: not twice
+                opening = await opening_message(
+                    args.prompt,
+                    extras=extras,
+                    cwd=place.cwd,
+                    claude_dir=self.settings.claude_dir,
+                    managed_dir=self.settings.policy_file.parent if self.settings.policy_file else None,
+                    env=self._tool_environment(),
+                )
+                prompt = replace(opening, context=(*opening.context, *context))
+            return await run_agent(run, prompt, model=model, history=history, on_event=listener)
+
+    async def _isolate(
+        self,
+        definition: AgentDefinition,
+        args: TaskArguments,
+        record: TaskRecord,
+        place: RunPlace,
+        held: AsyncExitStack,
+    ) -> RunPlace:
+        """`isolation: worktree` (the file's, or Task's): a worktree of its own, finished when the run ends."""
+        isolation = args.isolation or definition.isolation
+        if isolation == "remote":
+            self._warn_once(f"agent {definition.name}: isolation: remote is not supported here; it runs in place")
+        if isolation != "worktree":
+            return place
+        from .worktrees import create_worktree, finish_worktree
+
+        env = self._tool_environment()
+        worktree = await create_worktree(place.cwd, record.id[:16], env)
+
+        async def finish() -> None:
+            record.resources.worktree = await finish_worktree(worktree, env)
+
+        held.push_async_callback(finish)
+        return place.isolated(worktree)
+
+    async def _open_extensions(
+        self,
+        definition: AgentDefinition,
+        args: TaskArguments,
+        roots: tuple[Path, ...],
+        record: TaskRecord,
+        place: RunPlace,
+        held: AsyncExitStack,
+    ) -> Extensions:
+        """The run's MCP servers (started now, stopped when `held` closes), its nested Task tool, its hooks."""
+        from .extensions import Extensions, server_notes
+        from .hooks import hooks_for_run
+        from .mcp_servers import ServerDirectory, resolve_servers
+        from .mcp_servers.toolbox import open_toolbox
+
+        claude_settings = self.settings_files.load(place.project)
+        trusted = partial(self.trust.is_trusted, place.project)
+        why_untrusted = self.trust.why_untrusted(place.project)
+        extensions = Extensions()
+        if definition.mcp_servers:
+            directory = ServerDirectory(
+                project=place.project, settings=claude_settings, claude_config_file=self.settings.claude_config_file
+            )
+            resolved = resolve_servers(
+                definition,
+                directory,
+                environ=self.environ,
+                project=place.project,
+                trusted=trusted,
+                definition_trusted=definition.source not in PROJECT_SOURCES,
+                why_untrusted=why_untrusted,
+            )
+            toolbox = await held.enter_async_context(
+                open_toolbox(
+                    resolved.servers,
+                    cwd=place.cwd,
+                    env=self._tool_environment(),
+                    start_timeout=self.settings.mcp_start_timeout,
+                    log_dir=self.tasks.output_dir,
+                    log_prefix=record.id,
+                )
+            )
+            extensions.tools.update(toolbox.tools)
+            extensions.server_problems = [*resolved.problems, *toolbox.problems]
+            record.resources.server_problems = extensions.server_problems
+            extensions.unavailable, extensions.context = server_notes(extensions.server_problems)
+        nested = self._nested_task_tool(definition, roots, record, place)
+        if nested is not None:
+            extensions.tools[NESTED_TOOL_NAME] = nested
+        run_hooks = hooks_for_run(claude_settings, definition, project_trusted=trusted(), why_untrusted=why_untrusted)
+        for problem in run_hooks.problems:
+            self._warn_once(f"hooks: {problem}")
+        if run_hooks.hooks:
+            extensions.hooks = self._agent_hooks(run_hooks.hooks, definition, args, record, place, claude_settings)
+        return extensions
+
+    def _agent_hooks(
+        self,
+        hooks: HookSet,
+        definition: AgentDefinition,
+        args: TaskArguments,
+        record: TaskRecord,
+        place: RunPlace,
+        claude_settings: ClaudeSettings,
+    ) -> AgentHooks:
+        from .hooks import AgentHooks, HookIdentity
+        from .models.base import EFFORT_LEVELS
+
+        root = self.tasks.lineage(record)[-1]
+        effort = args.effort or (definition.effort if definition.effort in EFFORT_LEVELS else None) or "medium"
+        identity = HookIdentity(
+            session_id=root.id,
+            transcript_path=self.tasks.transcript_path(root.id),
+            agent_id=record.id,
+            agent_type=definition.name,
+            agent_transcript_path=self.tasks.transcript_path(record.id),
+            cwd=place.cwd,
+            project_dir=place.project,
+            permission_mode=self._agent_mode(definition, claude_settings),
+            effort=effort,
+            env=self._tool_environment(),
+            home=Path(self.environ.get("HOME") or Path.home()),
+        )
+        return AgentHooks(
+            hooks, identity, report=partial(self.tasks.log_line, record), denials=record.resources.denials
+        )
+
+    def _nested_task_tool(
+        self, definition: AgentDefinition, roots: tuple[Path, ...], record: TaskRecord, place: RunPlace
+    ) -> Tool | None:
+        """The Task tool, when the agent's tools allow it and the depth limit leaves room for one more level."""
+        from .nesting import launchable_agents, nested_task_tool, wants_task_tool
+
+        if record.depth >= self.settings.max_depth or not wants_task_tool(definition):
+            return None
+        catalog = self.catalog()
+        names = launchable_agents(definition, catalog.names())
+        if not names:
+            return None
+        lines = [(d.name, d.description, tools_summary(d)) for name in names if (d := catalog.agents[name])]
+        return nested_task_tool(lines, self._nested_launcher(record, roots, place, frozenset(names)))
+
+    def _nested_launcher(
+        self, parent: TaskRecord, roots: tuple[Path, ...], place: RunPlace, allowed: frozenset[str]
+    ) -> Launcher:
+        from .errors import ToolError
+        from .nesting import NestedTaskInput
+        from .render import outcome_text
+
+        async def launch(arguments: NestedTaskInput) -> str:
+            if arguments.subagent_type not in allowed:
+                names = ", ".join(sorted(allowed))
+                raise ToolError(f"This agent may not launch '{arguments.subagent_type}'. It may launch: {names}")
+            task = TaskArguments(
+                description=arguments.description,
+                prompt=arguments.prompt,
+                subagent_type=arguments.subagent_type,
+                model=arguments.model,
+                max_turns=arguments.max_turns,
+                effort=arguments.effort,
+                isolation=arguments.isolation,
+            )
+            try:
+                child = self.launch(task, roots=roots, principal=parent.owner, parent=parent, place=place.for_child())
+            except SubagentsError as exc:
+                raise ToolError(exc.message) from None
+            try:
+                await child.done.wait()
+            finally:
+                if not child.done.is_set():  # the parent was stopped: its nested task goes with it
+                    with anyio.CancelScope(shield=True):
+                        self.tasks.request_stop(child.id)
+                        await self.tasks.wait(child, NESTED_STOP_GRACE_S)
+            outcome = child.outcome
+            assert outcome is not None
+            if outcome.counts is not None:
+                parent.resources.descendant_usage += outcome.counts.usage
+            text = outcome_text(child, outcome, max_chars=self.settings.max_result_chars)
+            if outcome.state != "completed":
+                raise ToolError(text)
+            return text
+
+        return launch
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
@@ -296,18 +540,23 @@ class Subagents:
         *,
         model: Model,
         extras: AgentExtras,
+        place: RunPlace,
+        extensions: Extensions,
     ) -> AgentRun:
         from .agent_setup import model_settings
+        from .extensions import merged
         from .models.profiles import model_profile
 
-        cwd = self._working_directory(roots)
-        claude_settings = self.settings_files.load(cwd)
-        extra = (*roots, *self._additional_directories(claude_settings, cwd), *extras.extra_roots)
+        cwd = place.cwd
+        claude_settings = self.settings_files.load(place.project)
+        additional = self._additional_directories(claude_settings, place.project)
+        # In a worktree the host's roots (the person's checkout) are out of reach: that is what isolation is for.
+        host_roots = () if place.inside_worktree is not None else roots
+        extra = (*host_roots, *additional, *extras.extra_roots)
         allowed = tuple(dict.fromkeys((cwd, *extra)))
         provider = self.provider_name
-        tools, unknown = select_tools(
-            definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools
-        )
+        available = merged(self.tools, extras.tools(provider), extensions.tools)
+        tools, unknown = select_tools(definition, available, granted=extras.granted_tools)
         for name in unknown:
             self._warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
@@ -326,10 +575,12 @@ class Subagents:
             max_tokens=self.settings.max_tokens,
             compact_threshold=self.settings.compact_threshold,
         )
-        policy = self._permission_policy(definition, cwd, allowed, claude_settings, extra_allow=extras.allow_rules)
+        policy = self._permission_policy(definition, place, allowed, claude_settings, extra_allow=extras.allow_rules)
         return AgentRun(
             agent=definition.name,
-            system=extras.system_prompt(cwd=cwd, model=profile, tool_names=list(tools)),
+            system=extras.system_prompt(
+                cwd=cwd, model=profile, tool_names=list(tools), worktree=place.worktree is not None
+            ),
             model_id=model_id,
             tools=tools,
             context=ToolContext(
@@ -347,11 +598,21 @@ class Subagents:
             compact_threshold=chosen.compact_threshold,
             gate=permission_gate(
                 policy,
-                agent=definition.name,
+                agent=self._asking_name(definition, record),
                 ask=partial(self.tasks.ask, record),
                 denials=record.resources.denials,
+                permission_hook=extensions.hooks,
             ),
+            hooks=extensions.hooks,
+            unavailable_tools=extensions.unavailable,
         )
+
+    def _asking_name(self, definition: AgentDefinition, record: TaskRecord) -> str:
+        """The agent as a permission question names it: a nested one says which agent launched it."""
+        lineage = self.tasks.lineage(record)
+        if len(lineage) == 1:
+            return definition.name
+        return f"{definition.name} (launched by {' < '.join(r.agent for r in lineage[1:])})"
 
     def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
         """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
@@ -386,19 +647,27 @@ class Subagents:
                 self._warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
         return found
 
+    def _agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings) -> str:
+        from .permissions import effective_mode
+
+        default_mode = claude_settings.default_mode
+        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
+        return effective_mode(server_mode, definition.permission_mode)
+
     def _permission_policy(
         self,
         definition: AgentDefinition,
-        cwd: Path,
+        place: RunPlace,
         roots: tuple[Path, ...],
         claude_settings: ClaudeSettings,
         *,
         extra_allow: tuple[str, ...] = (),
     ) -> PermissionPolicy:
-        from .permissions import PermissionPolicy, effective_mode, rules_from_settings
+        from .permissions import PermissionPolicy, rules_from_settings
         from .permissions.protected import ProtectedPaths
         from .permissions.rules import PermissionRules
 
+        cwd = place.cwd
         if self._rules is None or self._rules[0] is not claude_settings:
             self._rules = (claude_settings, rules_from_settings(claude_settings))
         rules = self._rules[1]
@@ -407,19 +676,19 @@ class Subagents:
             rules = replace(rules, allow=rules.allow + memory.allow)
         for problem in (*claude_settings.problems, *rules.errors):
             self._warn_once(f"settings file skipped or partly ignored: {problem}")
-        default_mode = claude_settings.default_mode
-        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
+        worktree = place.inside_worktree
         return PermissionPolicy(
             cwd=cwd,
-            mode=effective_mode(server_mode, definition.permission_mode),
+            mode=self._agent_mode(definition, claude_settings),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,
-            project_root=self.settings.working_directory,
+            project_root=worktree or self.settings.working_directory,
             protected=ProtectedPaths(
-                files=tuple(os.path.abspath(path) for path in self._configuration_files(cwd)),
+                files=tuple(os.path.abspath(path) for path in self._configuration_files(place.project)),
                 # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
                 folders=tuple(str(folder) for folder in self._agent_folders() if not cwd.is_relative_to(folder)),
+                worktree=str(worktree) if worktree is not None else None,
             ),
         )
 
