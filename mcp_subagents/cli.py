@@ -18,7 +18,15 @@ from mcp import MCPDeprecationWarning
 
 from . import __version__
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError
-from .settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Settings, add_options, settings_from
+from .settings import (
+    AGENT_SERVER_MARKER,
+    RUN_OPTIONS,
+    SERVE_OPTIONS,
+    SOURCE_OPTIONS,
+    Settings,
+    add_options,
+    settings_from,
+)
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
 
@@ -66,6 +74,14 @@ def _main(argv: Sequence[str] | None) -> None:
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
         argv.insert(0, "serve")
     namespace = _parser().parse_args(argv)
+    if namespace.command in ("serve", "run") and os.environ.get(AGENT_SERVER_MARKER):
+        print(
+            "mcp-subagents: refusing to start: an agent of another mcp-subagents server started this one as its MCP "
+            "server, which would make the server start itself again and again. Remove mcp-subagents from the "
+            "agent's mcpServers (or from the .mcp.json entry it names).",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     try:
         settings = settings_from(namespace, ALL_OPTIONS)
     except ConfigError as exc:

@@ -17,6 +17,10 @@ TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "streamable-http")
 PROVIDERS = ("anthropic", "openai")
 PERMISSION_MODES = ("default", "acceptEdits", "dontAsk", "bypassPermissions", "plan")
 ENV_PREFIX = "MCP_SUBAGENTS_"
+AGENT_SERVER_MARKER = "MCP_SUBAGENTS_AGENT_SERVER"
+"""Set in the environment of every MCP server an agent starts: an mcp-subagents that finds it refuses to run, so a
+server list that names this server (directly or through a wrapper script) cannot make it start itself over and
+over."""
 
 
 def _default_state_dir(environ: Mapping[str, str]) -> Path:

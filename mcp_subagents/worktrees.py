@@ -56,13 +56,15 @@ async def create_worktree(cwd: Path, name: str, env: Mapping[str, str]) -> Workt
         WorktreeError: `cwd` is not in a git repository, the repository has no commit yet, or git failed.
     """
     environment = _git_environment(env)
-    found = await _git(cwd, ["rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir"], environment)
+    where = ["rev-parse", "--show-toplevel", "--show-prefix", "--path-format=absolute", "--git-common-dir"]
+    found = await _git(cwd, where, environment)
     if found.code != 0:
         raise WorktreeError(
             f"isolation: worktree needs a git repository, and {cwd} is not inside one "
             f"({found.error or 'git rev-parse failed'}). Run the agent without isolation, or from a repository."
         )
-    toplevel, common = (Path(line) for line in found.out.splitlines()[:2])
+    toplevel, inside, common = found.out.split("\n")[:3]
+    toplevel, common = Path(toplevel), Path(common)
     repository = common.parent if common.name == ".git" else toplevel
     head = await _git(cwd, ["rev-parse", "--verify", "HEAD^{commit}"], environment)
     if head.code != 0:
@@ -77,8 +79,7 @@ async def create_worktree(cwd: Path, name: str, env: Mapping[str, str]) -> Workt
     locked = await _git(repository, ["worktree", "lock", "--reason", reason, str(path)], environment)
     if locked.code != 0:
         logger.warning("could not lock worktree %s: %s", path, locked.error)
-    inside = cwd.resolve().relative_to(toplevel.resolve()) if cwd.resolve().is_relative_to(toplevel.resolve()) else None
-    agent_cwd = path / inside if inside is not None and (path / inside).is_dir() else path
+    agent_cwd = path / inside if inside and await anyio.Path(path / inside).is_dir() else path
     return Worktree(path=path, cwd=agent_cwd, branch=branch, base=base, repository=repository)
 
 

@@ -4,8 +4,8 @@ tools the agent gets (`toolbox`)."""
 from __future__ import annotations
 
 from ..outcome import ServerProblem
+from ..settings import AGENT_SERVER_MARKER
 from .config import (
-    AGENT_SERVER_MARKER,
     ResolvedServers,
     ServerConfig,
     ServerDirectory,

@@ -28,9 +28,6 @@ from ..definitions import AgentDefinition
 from ..messages import JsonObject
 from ..outcome import ServerProblem
 
-AGENT_SERVER_MARKER = "MCP_SUBAGENTS_AGENT_SERVER"
-"""Set in the environment of every MCP server an agent starts: an mcp-subagents that finds it refuses to serve, so
-a server list that names this server cannot make it start itself over and over."""
 _OWN_NAMES = frozenset({"mcp-subagents", "mcp_subagents"})
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")

@@ -27,9 +27,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ConfigDict
 
 from ..errors import ToolError
-from ..tools.base import Tool, ToolContext, ToolInput
 from ..outcome import ServerProblem
-from .config import AGENT_SERVER_MARKER, HttpServer, ServerConfig, StdioServer, tool_name
+from ..settings import AGENT_SERVER_MARKER
+from ..tools.base import Tool, ToolContext, ToolInput
+from .config import HttpServer, ServerConfig, StdioServer, tool_name
 
 logger = logging.getLogger(__name__)
 
