@@ -1,8 +1,8 @@
 """An agent's MCP servers for the length of its run: started together when it starts, their tools offered as
 `mcp__<server>__<tool>`, and stopped when it ends, is stopped, or the server shuts down.
 
-Each server is held open by a task of its own (an MCP client must be closed by the task that opened it); the SDK's
-stdio transport starts the server in its own process group and kills the whole group when it closes. A server that
+Each server is held open by a task of its own (an MCP client must be closed by the task that opened it); a stdio
+server runs in its own process group, which ends whole when the connection closes (`stdio`). A server that
 fails to start, or dies while the agent runs, costs the agent that server's tools, never the run.
 """
 
@@ -19,9 +19,8 @@ from typing import Any, TextIO, cast
 
 import anyio
 import mcp_types as types
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import ConfigDict
@@ -31,6 +30,7 @@ from ..outcome import ServerProblem
 from ..settings import AGENT_SERVER_MARKER
 from ..tools.base import Tool, ToolContext, ToolInput
 from .config import HttpServer, ServerConfig, StdioServer, tool_name
+from .stdio import stdio_transport
 
 logger = logging.getLogger(__name__)
 
@@ -137,13 +137,13 @@ async def _transport(
     if isinstance(config, StdioServer):
         assert connection.stderr_path is not None
         errlog: TextIO = stack.enter_context(connection.stderr_path.open("a", encoding="utf-8"))
-        parameters = StdioServerParameters(
-            command=config.command,
-            args=list(config.args),
+        return stdio_transport(
+            config.command,
+            config.args,
             env={**env, **config.env, AGENT_SERVER_MARKER: "1"},
             cwd=config.cwd or cwd,
+            errlog=errlog,
         )
-        return stdio_client(parameters, errlog=errlog)
     assert isinstance(config, HttpServer)
     if config.transport == "sse":
         return sse_client(config.url, headers=dict(config.headers))
