@@ -110,9 +110,19 @@ async def _stop(process: Process) -> None:
 
 
 async def _exited(process: Process) -> None:
-    # Not process.wait(): it also waits for the pipes, which a child of the server may hold open.
-    while process.returncode is None:
-        await anyio.sleep(0.01)
+    """Until the server process has exited. A pidfd tells at once (Linux); `wait()` elsewhere, which also waits for
+    the pipes a child of the server may hold open (the callers bound every wait)."""
+    if process.returncode is not None:
+        return
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        await process.wait()
+        return
+    try:
+        await anyio.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
 
 
 def _signal_group(group: int, signum: signal.Signals) -> None:
