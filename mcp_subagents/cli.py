@@ -100,7 +100,7 @@ def _main(argv: Sequence[str] | None) -> None:
         case "agents" if namespace.agents_command == "list":
             _list_agents(settings, as_json=namespace.json)
         case "agents":
-            raise SystemExit(_validate(namespace.paths))
+            raise SystemExit(_validate(namespace.paths, settings))
         case _:
             _parser().print_help()
 
@@ -173,10 +173,16 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:
+    from .claude_settings import ClaudeSettingsFiles
     from .definitions import CatalogLoader, tools_summary
-    from .service import definition_sources
+    from .service import definition_sources, settings_locations
+    from .trust import ProjectTrust, untrusted_project_warnings
 
-    catalog = CatalogLoader(definition_sources(settings)).load()
+    settings_files = ClaudeSettingsFiles(settings_locations(settings))
+    catalog = CatalogLoader(definition_sources(settings, settings_files)).load()
+    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    project = settings.working_directory
+    warnings = untrusted_project_warnings(trust, project, catalog.agents.values(), settings_files.load(project))
     if as_json:
         agents = [
             {
@@ -191,7 +197,7 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
             for d in catalog.agents.values()
         ]
         errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
-        print(json.dumps({"agents": agents, "errors": errors}, indent=2))
+        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings}, indent=2))
         return
     for d in catalog.agents.values():
         print(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}")
@@ -204,13 +210,17 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
         print(f"\n{len(catalog.errors)} file(s) failed to load:")
         for error in catalog.errors:
             print(f"  {error.path}: {error.error}")
+    for warning in warnings:
+        print(f"warning: {warning}")
 
 
-def _validate(paths: Sequence[Path]) -> int:
+def _validate(paths: Sequence[Path], settings: Settings) -> int:
     from .definitions import validate_paths
     from .tools import BUILTIN_TOOL_NAMES
+    from .trust import ProjectTrust, untrusted_agent_file
 
-    problems = validate_paths(paths, BUILTIN_TOOL_NAMES)
+    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))
     for problem in problems:
         label = "" if problem.severity == "error" else "warning: "
         print(f"{problem.path}: {label}{problem.message}")

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+from .claude_settings import REPOSITORY_LEVELS
+
+if TYPE_CHECKING:
+    from .claude_settings import ClaudeSettings
+    from .definitions import AgentDefinition
 
 PROJECT_SOURCES = frozenset({"project"})
 """Agent definition sources a repository controls (`.claude/agents`, `.agents/agents`): their hooks and MCP servers
@@ -91,3 +97,45 @@ def _repository_root(folder: Path) -> Path | None:
         if (candidate / ".git").exists():
             return candidate
     return None
+
+
+def agent_file_project(path: Path) -> Path | None:
+    """The project an agent file belongs to (`<project>/.claude/agents/...` or `<project>/.agents/agents/...`), or
+    None for a file elsewhere (a user's or a plugin's)."""
+    parts = path.absolute().parts
+    for index in range(len(parts) - 2, 0, -1):
+        if parts[index] == "agents" and parts[index - 1] in (".claude", ".agents"):
+            return Path(*parts[: index - 1])
+    return None
+
+
+def untrusted_agent_file(trust: ProjectTrust) -> Callable[[Path], str | None]:
+    """For `agents validate`: why a project agent file's hooks and servers would be skipped, or None."""
+
+    def check(path: Path) -> str | None:
+        project = agent_file_project(path)
+        if project is None or trust.is_trusted(project):
+            return None
+        return trust.why_untrusted(project)
+
+    return check
+
+
+def untrusted_project_warnings(
+    trust: ProjectTrust, project: Path, agents: Iterable[AgentDefinition], settings: ClaudeSettings
+) -> list[str]:
+    """For `agents list`: the project's hooks and MCP servers that will not run because it is not trusted."""
+    if trust.is_trusted(project):
+        return []
+    why = trust.why_untrusted(project)
+    found = [
+        f"agent {definition.name}: its hooks and MCP servers are skipped: {why}"
+        for definition in agents
+        if definition.source in PROJECT_SOURCES and (definition.hooks or definition.mcp_servers)
+    ]
+    found += [
+        f"{file.path}: its hooks are skipped: {why}"
+        for file in settings.files
+        if file.level in REPOSITORY_LEVELS and file.data.get("hooks")
+    ]
+    return found

@@ -1,18 +1,19 @@
 """Check agent files the way `mcp-subagents agents validate PATH...` reports them.
 
 Errors mean the file does not load or cannot run as written. Warnings mean it loads but something is ignored or
-left out here (Claude Code-only tools, unknown fields, a bad optional value, fields that have no effect here, a
-missing name, YAML that only loads after repair).
+left out here (Claude Code-only tools, unknown fields, a bad optional value, fields that have no effect here, hook
+and MCP server entries that cannot run, hooks and servers of a project nobody trusted yet, a missing name, YAML that
+only loads after repair).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from ..errors import DefinitionError
 from ..tools import AGENT_TOOLS, PER_RUN_TOOL_NAMES
@@ -23,8 +24,6 @@ from .sources import markdown_files, read_definition_text
 
 Severity: TypeAlias = Literal["error", "warning"]
 
-NEVER_GRANTED: Final = AGENT_TOOLS
-"""Recognised in `tools`, but subagents never get them: no nesting."""
 CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
     {
         "AskUserQuestion",
@@ -55,9 +54,6 @@ CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
 )
 """Tools Claude Code has and this server does not: named as unavailable rather than unknown."""
 NO_EFFECT_HERE: Final = {
-    "hooks": "hooks are not run by this server yet: the agent's hook commands are ignored",
-    "mcpServers": "mcpServers are not started by this server yet: their tools are unavailable to the agent",
-    "isolation": "isolation is not supported by this server yet: the agent works in the project's own checkout",
     "initialPrompt": "initialPrompt only applies when Claude Code runs an agent as its main session; ignored here",
     "color": "color is only shown in Claude Code's interface; it has no effect here",
 }
@@ -94,12 +90,18 @@ class Problem:
 def unknown_tools(definition: AgentDefinition, known_tools: Collection[str]) -> list[str]:
     """Entries of `tools` this server cannot provide, as written; they are left out of the agent's tool set.
 
-    `mcp__*` entries and `Task`/`Agent` (recognised, never granted) are not unknown.
+    `mcp__*` entries and `Task`/`Agent` (the nested Task tool) are not unknown.
     """
     return [entry for entry in definition.tools or () if not _is_recognised(entry, known_tools)]
 
 
-def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[Problem]:
+ProjectCheck = Callable[[Path], "str | None"]
+"""For an agent file, why its project's hooks and MCP servers would be skipped (not trusted), or None."""
+
+
+def validate_paths(
+    paths: Sequence[Path], known_tools: Collection[str], *, untrusted: ProjectCheck | None = None
+) -> list[Problem]:
     """Problems in the given agent files; folders are searched recursively for `*.md`."""
     problems: list[Problem] = []
     first_file_by_name: dict[str, str] = {}
@@ -113,7 +115,7 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
             problems.append(Problem(str(path), f"cannot list folder: {exc.strerror or exc}"))
             continue
         for file in files:
-            definition, file_problems = _validate_file(file, known_tools)
+            definition, file_problems = _validate_file(file, known_tools, untrusted)
             problems.extend(file_problems)
             if definition is None:
                 continue
@@ -125,7 +127,9 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
     return problems
 
 
-def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefinition | None, list[Problem]]:
+def _validate_file(
+    path: str, known_tools: Collection[str], untrusted: ProjectCheck | None = None
+) -> tuple[AgentDefinition | None, list[Problem]]:
     text = read_definition_text(path)
     if text is None:
         return None, []
@@ -172,19 +176,51 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
             f"effort {definition.effort} is a number, which Claude Code keeps for its own use; providers take only "
             f"the levels {', '.join(EFFORT_LEVELS)}, so the default 'medium' is sent"
         )
-    for key, note in NO_EFFECT_HERE.items():
-        if fields.get(key) not in (None, "", [], {}):
-            warn(note)
+    problems.extend(Problem(path, message, "warning") for message in _feature_messages(definition, fields, untrusted))
     return definition, problems
+
+
+def _feature_messages(
+    definition: AgentDefinition, fields: Mapping[str, Any], untrusted: ProjectCheck | None
+) -> list[str]:
+    """Fields that do nothing here; what in `hooks`, `mcpServers` and `isolation` cannot run as written; and hooks
+    and servers a project nobody trusted would have run."""
+    from ..hooks.config import parse_hooks  # the hook and rule parsers load only when a file has hooks
+
+    messages = [note for key, note in NO_EFFECT_HERE.items() if fields.get(key) not in (None, "", [], {})]
+    if untrusted is not None and definition.path is not None and (definition.hooks or definition.mcp_servers):
+        why = untrusted(definition.path)
+        if why is not None:
+            messages.append(f"its hooks and MCP servers are skipped until the project is trusted: {why}")
+    if definition.hooks:
+        parsed = parse_hooks(definition.hooks, origin="hooks", frontmatter=True)
+        messages += [problem.removeprefix("hooks: ") for problem in parsed.problems]
+        messages += [f"hooks.{event} never fires for a subagent; it is ignored" for event in parsed.ignored_events]
+    for spec in definition.mcp_servers:
+        if isinstance(spec, dict):
+            messages += _inline_server_messages(spec)
+    if definition.isolation == "remote":
+        messages.append("isolation: remote is not supported here: the agent runs in the working directory")
+    return messages
+
+
+def _inline_server_messages(spec: dict[str, Any]) -> list[str]:
+    from ..mcp_servers.config import ServerConfigError, server_config
+
+    messages: list[str] = []
+    for name, raw in spec.items():
+        try:
+            server_config(name, raw, environ=os.environ, project=Path.cwd(), origin=f"mcpServers.{name}")
+        except ServerConfigError as exc:
+            messages.append(str(exc))
+    return messages
 
 
 def _tool_messages(definition: AgentDefinition, known_tools: Collection[str]) -> list[str]:
     messages: list[str] = []
     for entry in definition.tools or ():
         base = tool_base_name(entry)
-        if base in NEVER_GRANTED:
-            messages.append(f"tool {entry!r} is never granted to subagents (no nesting); it is left out")
-        elif base == "WebSearch":
+        if base == "WebSearch":
             messages.append(WEB_SEARCH_NOTE)
         elif base in CLAUDE_CODE_ONLY_TOOLS and base not in known_tools:
             messages.append(f"tool {entry!r} exists only in Claude Code and is unavailable here; it is left out")
@@ -199,7 +235,7 @@ def _tool_messages(definition: AgentDefinition, known_tools: Collection[str]) ->
 
 def _is_recognised(entry: str, known_tools: Collection[str]) -> bool:
     base = tool_base_name(entry)
-    return base in known_tools or base in PER_RUN_TOOL_NAMES or base in NEVER_GRANTED or base.startswith("mcp__")
+    return base in known_tools or base in PER_RUN_TOOL_NAMES or base in AGENT_TOOLS or base.startswith("mcp__")
 
 
 def _is_plausible_model(model: str) -> bool:
