@@ -114,10 +114,12 @@ class HookSet:
         return bool(self.groups)
 
     def handlers(self, event: HookEvent, subject: str) -> list[CommandHook]:
-        """The handlers of `event` whose group matches `subject`; the same command string runs once."""
+        """The handlers of `event` whose group matches `subject`; the same command string runs once. A matcher for
+        Claude Code's `Agent` tool matches the nested `Task` tool too."""
+        subjects = (subject, "Agent") if subject == "Task" else (subject,)
         found: dict[str, CommandHook] = {}
         for group in self.groups:
-            if group.event == event and group.matcher.matches(subject):
+            if group.event == event and any(group.matcher.matches(name) for name in subjects):
                 for hook in group.hooks:
                     found.setdefault(hook.command, hook)
         return list(found.values())

@@ -20,8 +20,9 @@ def script(folder: Path, name: str, body: str) -> Path:
 
 
 def recorder(folder: Path, name: str, log: Path, *, then: str = "exit 0") -> Path:
-    """A hook that appends its event's JSON (one line) to `log`, then does `then`."""
-    return script(folder, name, f"cat >> '{log}'; echo >> '{log}'\n{then}")
+    """A hook that appends its event's JSON (one line, in one write: hooks of an event run at once) to `log`, then
+    does `then`."""
+    return script(folder, name, f"event=$(cat); printf '%s\\n' \"$event\" >> '{log}'\n{then}")
 
 
 def handler(command: Path | str, **fields: Any) -> dict[str, Any]:
