@@ -3,6 +3,9 @@
 The command runs under bash in its own process group, in the agent's working directory, with the event's JSON on
 stdin and an environment without the provider keys; nothing else of the server's is inherited (no other file
 descriptors, never the server's stdout). On timeout or cancellation the whole group is killed.
+
+Hooks are the person's own commands; where the Bash sandbox confines commands, this one function is where a hook
+command would be routed through it too.
 """
 
 from __future__ import annotations
