@@ -28,7 +28,9 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
         "run_in_background",
         "max_turns",
         "effort",
+        "isolation",
     }
+    assert task["properties"]["isolation"]["enum"] == ["worktree"]
     assert set(task["properties"]["subagent_type"]["enum"]) >= {"general-purpose", "Explore", "Plan", "Bash"}
     assert task["properties"]["model"]["enum"] == ["sonnet", "opus", "haiku", "fable"]
     assert task["additionalProperties"] is False
