@@ -21,7 +21,6 @@ from .definitions import (
     DefinitionSources,
     builtin_agents_dir,
     tool_base_name,
-    tools_summary,
 )
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .hook_points import PermissionHook
@@ -30,6 +29,7 @@ from .messages import Message, Usage, UserMessage
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
+from .nesting import NESTED_TOOL_NAME
 from .permissions.asking import Asker, Denial
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
@@ -38,17 +38,12 @@ from .tasks import TaskManager
 from .tools import AGENT_TOOLS, Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
 from .transcripts import read_history
-from .trust import PROJECT_SOURCES, ProjectTrust
-
-NESTED_TOOL_NAME = "Task"
-NESTED_STOP_GRACE_S = 10.0
-"""How long a stopped parent waits for the nested task it launched to clean up."""
+from .trust import ProjectTrust
 
 if TYPE_CHECKING:
     from .agent_setup import AgentExtras
     from .extensions import Extensions, RunPlace
-    from .hooks import AgentHooks, HookSet, StartAnswer
-    from .nesting import Launcher
+    from .hooks import StartAnswer
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
 
@@ -206,7 +201,7 @@ class Subagents:
         self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
         self._warned: set[str] = set()
         for problem in check_settings_files(self.settings_files).problems:
-            self._warn_once(f"settings file skipped or partly ignored: {problem}")
+            self.warn_once(f"settings file skipped or partly ignored: {problem}")
         self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
@@ -323,7 +318,7 @@ class Subagents:
         """One run, with what the agent file's extension points hold open for it (its worktree, its MCP servers),
         closed when it ends, fails or is stopped."""
         from .agent_setup import agent_extras, opening_message
-        from .extensions import RunPlace
+        from .extensions import Extender, RunPlace
 
         model = await self.model()
         project = self._working_directory(roots)
@@ -331,9 +326,10 @@ class Subagents:
         extras = agent_extras(
             definition, cwd=place.project, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
         )
+        extender = Extender(self, definition, args, record)
         async with AsyncExitStack() as held:
-            place = await self._isolate(definition, args, record, place, held)
-            extensions = await self._open_extensions(definition, args, roots, record, place, held)
+            place = await extender.isolate(place, held)
+            extensions = await extender.open(roots, place, held)
             run = self._prepare_run(
                 definition, args, roots, record, model=model, extras=extras, place=place, extensions=extensions
             )
@@ -349,179 +345,10 @@ class Subagents:
                     cwd=place.cwd,
                     claude_dir=self.settings.claude_dir,
                     managed_dir=self.settings.policy_file.parent if self.settings.policy_file else None,
-                    env=self._tool_environment(),
+                    env=self.tool_environment(),
                 )
                 prompt = replace(opening, context=(*opening.context, *context))
             return await run_agent(run, prompt, model=model, history=history, on_event=listener)
-
-    async def _isolate(
-        self,
-        definition: AgentDefinition,
-        args: TaskArguments,
-        record: TaskRecord,
-        place: RunPlace,
-        held: AsyncExitStack,
-    ) -> RunPlace:
-        """`isolation: worktree` (the file's, or Task's): a worktree of its own, finished when the run ends."""
-        isolation = args.isolation or definition.isolation
-        if isolation == "remote":
-            self._warn_once(f"agent {definition.name}: isolation: remote is not supported here; it runs in place")
-        if isolation != "worktree":
-            return place
-        from .worktrees import create_worktree, finish_worktree
-
-        env = self._tool_environment()
-        worktree = await create_worktree(place.cwd, record.id[:16], env)
-
-        async def finish() -> None:
-            record.resources.worktree = await finish_worktree(worktree, env)
-
-        held.push_async_callback(finish)
-        return place.isolated(worktree)
-
-    async def _open_extensions(
-        self,
-        definition: AgentDefinition,
-        args: TaskArguments,
-        roots: tuple[Path, ...],
-        record: TaskRecord,
-        place: RunPlace,
-        held: AsyncExitStack,
-    ) -> Extensions:
-        """The run's MCP servers (started now, stopped when `held` closes), its nested Task tool, its hooks."""
-        from .extensions import Extensions, server_notes
-        from .hooks import hooks_for_run
-        from .mcp_servers import ServerDirectory, resolve_servers
-        from .mcp_servers.toolbox import open_toolbox
-
-        claude_settings = self.settings_files.load(place.project)
-        trusted = partial(self.trust.is_trusted, place.project)
-        why_untrusted = self.trust.why_untrusted(place.project)
-        extensions = Extensions()
-        if definition.mcp_servers:
-            directory = ServerDirectory(
-                project=place.project, settings=claude_settings, claude_config_file=self.settings.claude_config_file
-            )
-            resolved = resolve_servers(
-                definition,
-                directory,
-                environ=self.environ,
-                project=place.project,
-                trusted=trusted,
-                definition_trusted=definition.source not in PROJECT_SOURCES,
-                why_untrusted=why_untrusted,
-            )
-            toolbox = await held.enter_async_context(
-                open_toolbox(
-                    resolved.servers,
-                    cwd=place.cwd,
-                    env=self._tool_environment(),
-                    start_timeout=self.settings.mcp_start_timeout,
-                    log_dir=self.tasks.output_dir,
-                    log_prefix=record.id,
-                )
-            )
-            extensions.tools.update(toolbox.tools)
-            extensions.server_problems = [*resolved.problems, *toolbox.problems]
-            record.resources.server_problems = extensions.server_problems
-            extensions.unavailable, extensions.context = server_notes(extensions.server_problems)
-        nested = self._nested_task_tool(definition, roots, record, place)
-        if nested is not None:
-            extensions.tools[NESTED_TOOL_NAME] = nested
-        run_hooks = hooks_for_run(claude_settings, definition, project_trusted=trusted(), why_untrusted=why_untrusted)
-        for problem in run_hooks.problems:
-            self._warn_once(f"hooks: {problem}")
-        if run_hooks.hooks:
-            extensions.hooks = self._agent_hooks(run_hooks.hooks, definition, args, record, place, claude_settings)
-        return extensions
-
-    def _agent_hooks(
-        self,
-        hooks: HookSet,
-        definition: AgentDefinition,
-        args: TaskArguments,
-        record: TaskRecord,
-        place: RunPlace,
-        claude_settings: ClaudeSettings,
-    ) -> AgentHooks:
-        from .hooks import AgentHooks, HookIdentity
-        from .models.base import EFFORT_LEVELS
-
-        root = self.tasks.lineage(record)[-1]
-        effort = args.effort or (definition.effort if definition.effort in EFFORT_LEVELS else None) or "medium"
-        identity = HookIdentity(
-            session_id=root.id,
-            transcript_path=self.tasks.transcript_path(root.id),
-            agent_id=record.id,
-            agent_type=definition.name,
-            agent_transcript_path=self.tasks.transcript_path(record.id),
-            cwd=place.cwd,
-            project_dir=place.project,
-            permission_mode=self._agent_mode(definition, claude_settings),
-            effort=effort,
-            env=self._tool_environment(),
-            home=Path(self.environ.get("HOME") or Path.home()),
-        )
-        return AgentHooks(
-            hooks, identity, report=partial(self.tasks.log_line, record), denials=record.resources.denials
-        )
-
-    def _nested_task_tool(
-        self, definition: AgentDefinition, roots: tuple[Path, ...], record: TaskRecord, place: RunPlace
-    ) -> Tool | None:
-        """The Task tool, when the agent's tools allow it and the depth limit leaves room for one more level."""
-        from .nesting import launchable_agents, nested_task_tool, wants_task_tool
-
-        if record.depth >= self.settings.max_depth or not wants_task_tool(definition):
-            return None
-        catalog = self.catalog()
-        names = launchable_agents(definition, catalog.names())
-        if not names:
-            return None
-        lines = [(d.name, d.description, tools_summary(d)) for name in names if (d := catalog.agents[name])]
-        return nested_task_tool(lines, self._nested_launcher(record, roots, place, frozenset(names)))
-
-    def _nested_launcher(
-        self, parent: TaskRecord, roots: tuple[Path, ...], place: RunPlace, allowed: frozenset[str]
-    ) -> Launcher:
-        from .errors import ToolError
-        from .nesting import NestedTaskInput
-        from .render import outcome_text
-
-        async def launch(arguments: NestedTaskInput) -> str:
-            if arguments.subagent_type not in allowed:
-                names = ", ".join(sorted(allowed))
-                raise ToolError(f"This agent may not launch '{arguments.subagent_type}'. It may launch: {names}")
-            task = TaskArguments(
-                description=arguments.description,
-                prompt=arguments.prompt,
-                subagent_type=arguments.subagent_type,
-                model=arguments.model,
-                max_turns=arguments.max_turns,
-                effort=arguments.effort,
-                isolation=arguments.isolation,
-            )
-            try:
-                child = self.launch(task, roots=roots, principal=parent.owner, parent=parent, place=place.for_child())
-            except SubagentsError as exc:
-                raise ToolError(exc.message) from None
-            try:
-                await child.done.wait()
-            finally:
-                if not child.done.is_set():  # the parent was stopped: its nested task goes with it
-                    with anyio.CancelScope(shield=True):
-                        self.tasks.request_stop(child.id)
-                        await self.tasks.wait(child, NESTED_STOP_GRACE_S)
-            outcome = child.outcome
-            assert outcome is not None
-            if outcome.counts is not None:
-                parent.resources.descendant_usage += outcome.counts.usage
-            text = outcome_text(child, outcome, max_chars=self.settings.max_result_chars)
-            if outcome.state != "completed":
-                raise ToolError(text)
-            return text
-
-        return launch
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
@@ -558,7 +385,7 @@ class Subagents:
         available = merged(self.tools, extras.tools(provider), extensions.tools)
         tools, unknown = select_tools(definition, available, granted=extras.granted_tools)
         for name in unknown:
-            self._warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
+            self.warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
         model_id = resolve_model_id(
             task_model=args.model,
@@ -586,7 +413,7 @@ class Subagents:
             context=ToolContext(
                 cwd=cwd,
                 allowed_roots=allowed,
-                env=self._tool_environment(),
+                env=self.tool_environment(),
                 processes=record.resources.processes,
                 models=self._model_access(model, model_id),
                 readable=read_filter(policy),
@@ -623,13 +450,13 @@ class Subagents:
         )
         return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
 
-    def _warn_once(self, message: str) -> None:
+    def warn_once(self, message: str) -> None:
         """Log a configuration problem once per process, not once per Task."""
         if message not in self._warned:
             self._warned.add(message)
             logger.warning("%s", message)
 
-    def _tool_environment(self) -> dict[str, str]:
+    def tool_environment(self) -> dict[str, str]:
         from .tools.shell import sanitized_environment
 
         return sanitized_environment(self.environ)
@@ -644,10 +471,11 @@ class Subagents:
             if folder.is_dir():
                 found.append(folder)
             else:
-                self._warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
+                self.warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
         return found
 
-    def _agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings) -> str:
+    def agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings) -> str:
+        """The permission mode the agent runs in: the server's, narrowed (or widened) by the file's."""
         from .permissions import effective_mode
 
         default_mode = claude_settings.default_mode
@@ -675,11 +503,11 @@ class Subagents:
             memory = PermissionRules.of(allow=extra_allow, source="the agent's memory folder")
             rules = replace(rules, allow=rules.allow + memory.allow)
         for problem in (*claude_settings.problems, *rules.errors):
-            self._warn_once(f"settings file skipped or partly ignored: {problem}")
+            self.warn_once(f"settings file skipped or partly ignored: {problem}")
         worktree = place.inside_worktree
         return PermissionPolicy(
             cwd=cwd,
-            mode=self._agent_mode(definition, claude_settings),
+            mode=self.agent_mode(definition, claude_settings),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,
