@@ -158,6 +158,8 @@ def _missing_tool_reason(name: str) -> str:
         return "which needs the Anthropic provider (it uses the API's server-side web search)"
     if name == "Skill":
         return "but no skills are installed for it to load"
+    if name.startswith("mcp__"):
+        return "but no MCP server of the agent offers it (see the agent's mcpServers and the result's notes)"
     return "which this server does not have"
 
 

@@ -55,7 +55,7 @@ def test_model_resolution(task: str | None, defined: str | None, default: str, p
     )
 
 
-def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> None:
+def test_disallowed_tools_apply_first_then_tools() -> None:
     available = builtin_tools()
     everything, unknown = select_tools(definition(), available)
     assert list(everything) == list(available) and unknown == []
@@ -67,8 +67,19 @@ def test_disallowed_tools_apply_first_then_tools_and_task_is_never_granted() -> 
         ),
         available,
     )
-    assert list(chosen) == ["Read", "Bash"]
+    assert list(chosen) == ["Read", "Bash"]  # no Task tool in this run (at the depth limit): not an unknown tool
     assert unknown == ["WebSearch"]
+
+
+def test_task_entries_and_mcp_wildcards_select_the_runs_extension_tools() -> None:
+    available = {**builtin_tools(), **{name: builtin_tools()["Read"] for name in ("Task", "mcp__gh__a", "mcp__gh__b")}}
+    by_agent, _ = select_tools(definition(tools=("Agent(reviewer)",)), available)
+    by_wildcard, _ = select_tools(definition(tools=("mcp__gh__*",), disallowed_tools=("mcp__gh__b",)), available)
+    by_server, _ = select_tools(definition(tools=("mcp__gh",)), available)
+    without, unknown = select_tools(definition(tools=("Read", "mcp__other__*"), disallowed_tools=("Task",)), available)
+    assert list(by_agent) == ["Task"]
+    assert list(by_wildcard) == ["mcp__gh__a"] and list(by_server) == ["mcp__gh__a", "mcp__gh__b"]
+    assert list(without) == ["Read"] and unknown == ["mcp__other__*"]
 
 
 def test_system_prompt_has_body_environment_and_reminder(tmp_path: Path) -> None:
