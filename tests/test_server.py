@@ -40,7 +40,7 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
     assert tools["TaskOutput"].annotations is not None and tools["TaskOutput"].annotations.read_only_hint is True
     assert set(tools["TaskStop"].input_schema["properties"]) == {"task_id", "shell_id"}
     description = tools["Task"].description or ""
-    assert "- Explore: " in description and "(Tools: All tools except Write, Edit" in description
+    assert "- Explore: " in description and "(Tools: All tools except Agent, Write, Edit" in description
     assert "- Bash: " in description and "(Tools: Bash)" in description
 
 
