@@ -384,6 +384,10 @@ async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str,
     tool = run.tools.get(call.name)
     if tool is None:
         return _unknown_tool(run, call.name), True, ()
+    try:
+        arguments = tool.validate(call.arguments)  # hooks see only calls that could run
+    except ToolError as exc:
+        return f"Error: {exc.message}", True, ()
     before = await run.hooks.before_tool(call) if run.hooks is not None else None
     context = before.context if before is not None else ()
     if before is not None:
@@ -392,10 +396,10 @@ async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str,
             return f"Error: A hook stopped the agent: {before.stop}", True, context
         if before.blocked is not None:
             return f"Error: {before.blocked}", True, context
-        if before.arguments is not None:
-            call = ToolCall(id=call.id, name=call.name, arguments=before.arguments)
     try:
-        arguments = tool.validate(call.arguments)
+        if before is not None and before.arguments is not None:
+            call = ToolCall(id=call.id, name=call.name, arguments=before.arguments)
+            arguments = tool.validate(call.arguments)
         if run.gate is not None:
             replaced = await run.gate(call, tool, before.permission if before is not None else None)
             if replaced is not None:
