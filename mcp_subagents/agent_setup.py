@@ -93,7 +93,9 @@ class AgentExtras:
     def allow_rules(self) -> tuple[str, ...]:
         return memory_allow_rules(self.memory) if self.memory is not None else ()
 
-    def system_prompt(self, *, cwd: Path, model: ModelProfile, tool_names: Sequence[str]) -> str:
+    def system_prompt(
+        self, *, cwd: Path, model: ModelProfile, tool_names: Sequence[str], worktree: bool = False
+    ) -> str:
         """The agent's system prompt, with its memory section and (when Skill is granted) the skills listing."""
         return system_prompt(
             self.definition.prompt,
@@ -102,6 +104,7 @@ class AgentExtras:
             model=model,
             memory=self.memory.prompt if self.memory is not None else None,
             skills=skills_listing(self.skills) if "Skill" in tool_names else None,
+            worktree=worktree,
         )
 
 

@@ -18,7 +18,15 @@ from mcp import MCPDeprecationWarning
 
 from . import __version__
 from .errors import ConfigError, LaunchRefusedError, SubagentsError
-from .settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Settings, add_options, settings_from
+from .settings import (
+    AGENT_SERVER_MARKER,
+    RUN_OPTIONS,
+    SERVE_OPTIONS,
+    SOURCE_OPTIONS,
+    Settings,
+    add_options,
+    settings_from,
+)
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
 
@@ -66,6 +74,14 @@ def _main(argv: Sequence[str] | None) -> None:
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
         argv.insert(0, "serve")
     namespace = _parser().parse_args(argv)
+    if namespace.command in ("serve", "run") and os.environ.get(AGENT_SERVER_MARKER):
+        print(
+            "mcp-subagents: refusing to start: an agent of another mcp-subagents server started this one as its MCP "
+            "server, which would make the server start itself again and again. Remove mcp-subagents from the "
+            "agent's mcpServers (or from the .mcp.json entry it names).",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     try:
         settings = settings_from(namespace, ALL_OPTIONS)
     except ConfigError as exc:
@@ -84,7 +100,7 @@ def _main(argv: Sequence[str] | None) -> None:
         case "agents" if namespace.agents_command == "list":
             _list_agents(settings, as_json=namespace.json)
         case "agents":
-            raise SystemExit(_validate(namespace.paths))
+            raise SystemExit(_validate(namespace.paths, settings))
         case _:
             _parser().print_help()
 
@@ -157,11 +173,17 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:
+    from .claude_settings import ClaudeSettingsFiles
     from .definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
-    from .service import definition_sources
+    from .service import definition_sources, settings_locations
     from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
+    from .trust import ProjectTrust, untrusted_project_warnings
 
-    catalog = CatalogLoader(definition_sources(settings)).load()
+    settings_files = ClaudeSettingsFiles(settings_locations(settings))
+    catalog = CatalogLoader(definition_sources(settings, settings_files)).load()
+    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    project = settings.working_directory
+    warnings = untrusted_project_warnings(trust, project, catalog.agents.values(), settings_files.load(project))
     available = {*BUILTIN_TOOL_NAMES, *PER_RUN_TOOL_NAMES}
     problems = {
         d.name: no_usable_tools(d, missing_tools(d, available), granted=d.memory is not None)
@@ -182,7 +204,7 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
             for d in catalog.agents.values()
         ]
         errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
-        print(json.dumps({"agents": agents, "errors": errors}, indent=2))
+        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings}, indent=2))
         return
     for d in catalog.agents.values():
         unusable = "  [NO USABLE TOOLS: Task refuses it]" if problems[d.name] else ""
@@ -198,13 +220,17 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
         print(f"\n{len(catalog.errors)} file(s) failed to load:")
         for error in catalog.errors:
             print(f"  {error.path}: {error.error}")
+    for warning in warnings:
+        print(f"warning: {warning}")
 
 
-def _validate(paths: Sequence[Path]) -> int:
+def _validate(paths: Sequence[Path], settings: Settings) -> int:
     from .definitions import validate_paths
     from .tools import BUILTIN_TOOL_NAMES
+    from .trust import ProjectTrust, untrusted_agent_file
 
-    problems = validate_paths(paths, BUILTIN_TOOL_NAMES)
+    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))
     for problem in problems:
         label = "" if problem.severity == "error" else "warning: "
         print(f"{problem.path}: {label}{problem.message}")

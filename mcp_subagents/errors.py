@@ -95,3 +95,15 @@ class ToolError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class StopRunError(ToolError):
+    """A tool call was refused and the whole run must stop after it (a hook said `continue: false`)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class WorktreeError(SubagentsError):
+    """The git worktree an isolated agent needs could not be made."""

@@ -11,9 +11,11 @@ from typing import Literal, TypeAlias
 import anyio
 
 from .compaction import continuation_message, summary_messages
-from .errors import ModelRefusalError, PromptTooLongError, RunError, ToolError
+from .errors import ModelRefusalError, PromptTooLongError, RunError, StopRunError, ToolError
+from .hook_points import HookPermission, RunHooks
 from .messages import (
     AssistantMessage,
+    JsonObject,
     Message,
     TextPart,
     ToolCall,
@@ -24,7 +26,7 @@ from .messages import (
     UserMessage,
 )
 from .models.base import EffortLevel, Model, ModelRequest, ModelResponse
-from .tools.base import Tool, ToolContext
+from .tools.base import Tool, ToolContext, ToolInput
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +38,11 @@ CUT_OFF_TOOL_CALL_NOTICE = (
     "Continue the task; keep each tool call's input smaller (for example, write a large file in several steps)."
 )
 
-ToolGate = Callable[[ToolCall, Tool], Awaitable[None]]
-"""Called before each tool runs; raises `ToolError` to deny the call (the model reads why)."""
+ToolGate = Callable[[ToolCall, Tool, HookPermission], Awaitable[JsonObject | None]]
+"""Called before each tool runs, with a PreToolUse hook's permission decision; raises `ToolError` to deny the call
+(the model reads why), `StopRunError` to deny it and end the run. Returns replacement arguments (a PermissionRequest
+hook's `updatedInput`), or None."""
+HOOK_STOPPED_CALL = "Not run: a hook stopped the agent before this call."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,6 +63,11 @@ class AgentRun:
     compact_threshold: int | None = None
     """Summarise the conversation once a request's input plus output reaches this many tokens; None: only when the
     provider answers that the prompt is too long."""
+    hooks: RunHooks | None = None
+    """PreToolUse/PostToolUse around each call, SubagentStop before the agent stops."""
+    unavailable_tools: Mapping[str, str] = field(default_factory=lambda: {})
+    """Why tools under a name prefix are missing (an MCP server that did not start): the model reads it when it
+    calls one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +120,7 @@ class MessageAppended:
 RunEvent: TypeAlias = TurnStarted | ModelResponded | ToolStarted | ToolFinished | MessageAppended | Compacted
 EventHandler = Callable[[RunEvent], Awaitable[None]]
 
-StopKind: TypeAlias = Literal["completed", "max_turns", "max_tokens"]
+StopKind: TypeAlias = Literal["completed", "max_turns", "max_tokens", "hook_stopped"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -122,6 +132,8 @@ class RunResult:
     turns: int
     tool_uses: int
     duration_s: float
+    stop_reason: str | None = None
+    """hook_stopped: the `stopReason` the hook gave."""
 
 
 @dataclass(slots=True)
@@ -137,6 +149,10 @@ class _RunState:
     """Input plus output tokens of the latest model request: how full the context window is."""
     compacted_at: int | None = None
     """The turn of the latest compaction."""
+    stop_reason: str | None = None
+    """A hook said `continue: false`: the run ends once the current tool calls are answered."""
+    continued_by_hook: bool = False
+    """A SubagentStop hook has kept the agent from stopping at least once."""
 
     def should_compact(self, threshold: int | None) -> bool:
         # Right after a summary the context may still be over the threshold (a huge CLAUDE.md, say): summarising
@@ -157,6 +173,7 @@ class _RunState:
             turns=self.turns,
             tool_uses=self.tool_uses,
             duration_s=time.monotonic() - self.started,
+            stop_reason=self.stop_reason,
         )
 
 
@@ -209,10 +226,30 @@ async def run_agent(
             continue
         await state.append(message)
         if not message.tool_calls:
-            return state.result("completed", message.text)
+            go_on = await _before_stop(run, state, message.text)
+            if go_on is None:
+                return state.result("hook_stopped" if state.stop_reason else "completed", message.text)
+            await state.append(UserMessage(content=go_on))
+            continue
         results = await _run_tool_calls(run, message.tool_calls, state)
         await state.append(ToolResultMessage(results=results))
+        if state.stop_reason is not None:
+            return state.result("hook_stopped")
     return state.result("max_turns")
+
+
+async def _before_stop(run: AgentRun, state: _RunState, text: str) -> str | None:
+    """SubagentStop: None lets the agent stop; a text is its next instruction (a hook kept it going)."""
+    if run.hooks is None:
+        return None
+    answer = await run.hooks.before_stop(text, continued=state.continued_by_hook)
+    if answer.stop is not None:
+        state.stop_reason = answer.stop
+        return None
+    if answer.go_on is None:
+        return None
+    state.continued_by_hook = True
+    return answer.go_on
 
 
 def _request(
@@ -325,12 +362,16 @@ def _is_read_only(run: AgentRun, call: ToolCall) -> bool:
 
 
 async def _run_tool_call(run: AgentRun, call: ToolCall, state: _RunState) -> ToolResult:
+    if state.stop_reason is not None:
+        return ToolResult(call_id=call.id, content=f"Error: {HOOK_STOPPED_CALL}", is_error=True)
     state.tool_uses += 1
     await state.on_event(ToolStarted(turn=state.turns, call=call))
     started = time.monotonic()
-    content, is_error = await _invoke(run, call)
+    content, is_error, context = await _invoke(run, call, state)
     if len(content) > MAX_TOOL_RESULT_CHARS:
         content = f"{content[:MAX_TOOL_RESULT_CHARS]}\n[Output truncated: {len(content)} characters in all.]"
+    if context:
+        content += "".join(f"\n\n<system-reminder>\n{text}\n</system-reminder>" for text in context)
     result = ToolResult(call_id=call.id, content=content, is_error=is_error)
     await state.on_event(
         ToolFinished(turn=state.turns, call=call, result=result, duration_s=time.monotonic() - started)
@@ -338,18 +379,61 @@ async def _run_tool_call(run: AgentRun, call: ToolCall, state: _RunState) -> Too
     return result
 
 
-async def _invoke(run: AgentRun, call: ToolCall) -> tuple[str, bool]:
+async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str, bool, tuple[str, ...]]:
+    """(what the model reads, whether it is an error, hook context to append)."""
     tool = run.tools.get(call.name)
     if tool is None:
-        available = ", ".join(run.tools) or "none"
-        return f"Error: no tool named '{call.name}' is available to this agent. Available tools: {available}", True
+        return _unknown_tool(run, call.name), True, ()
     try:
-        arguments = tool.validate(call.arguments)
+        arguments = tool.validate(call.arguments)  # hooks see only calls that could run
+    except ToolError as exc:
+        return f"Error: {exc.message}", True, ()
+    before = await run.hooks.before_tool(call) if run.hooks is not None else None
+    context = before.context if before is not None else ()
+    if before is not None:
+        if before.stop is not None:
+            state.stop_reason = before.stop
+            return f"Error: A hook stopped the agent: {before.stop}", True, context
+        if before.blocked is not None:
+            return f"Error: {before.blocked}", True, context
+    try:
+        if before is not None and before.arguments is not None:
+            call = ToolCall(id=call.id, name=call.name, arguments=before.arguments)
+            arguments = tool.validate(call.arguments)
         if run.gate is not None:
-            await run.gate(call, tool)
+            replaced = await run.gate(call, tool, before.permission if before is not None else None)
+            if replaced is not None:
+                call = ToolCall(id=call.id, name=call.name, arguments=replaced)
+                arguments = tool.validate(replaced)
+    except StopRunError as exc:
+        state.stop_reason = exc.reason
+        return f"Error: {exc.message}", True, context
+    except ToolError as exc:
+        return f"Error: {exc.message}", True, context
+    started = time.monotonic()
+    content, failed = await _run_tool(run, tool, call, arguments)
+    if run.hooks is None:
+        return content, failed, context
+    result = ToolResult(call_id=call.id, content=content, is_error=failed)
+    after = await run.hooks.after_tool(call, result, failed=failed, duration_s=time.monotonic() - started)
+    if after.stop is not None:
+        state.stop_reason = after.stop
+    return (after.output if after.output is not None else content), failed, (*context, *after.context)
+
+
+async def _run_tool(run: AgentRun, tool: Tool, call: ToolCall, arguments: ToolInput) -> tuple[str, bool]:
+    try:
         return await tool.run(run.context, arguments), False
     except ToolError as exc:
         return f"Error: {exc.message}", True
     except Exception as exc:
         logger.exception("tool %s crashed in agent %s", call.name, run.agent)
         return f"Error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", True
+
+
+def _unknown_tool(run: AgentRun, name: str) -> str:
+    for prefix, reason in run.unavailable_tools.items():
+        if name.startswith(prefix):
+            return f"Error: '{name}' is not available: {reason}"
+    available = ", ".join(run.tools) or "none"
+    return f"Error: no tool named '{name}' is available to this agent. Available tools: {available}"

@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 from .loop import StopKind
 from .messages import Usage
 from .permissions.asking import Denial
+from .worktrees import WorktreeReport
 
 FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
 FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
@@ -24,6 +25,14 @@ class RunCounts:
     tool_uses: int
     usage: Usage
     duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ServerProblem:
+    """One of the agent's MCP servers that did not start (or stopped), and why: its tools were missing."""
+
+    name: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +51,11 @@ class TaskOutcome:
     limit_s: float = 0.0
     """failed on a time limit: the limit in seconds."""
     denials: tuple[Denial, ...] = ()
+    stop_reason: str = ""
+    """completed with stop `hook_stopped`: the reason the hook gave."""
+    worktree: WorktreeReport | None = None
+    """`isolation: worktree`: the worktree kept (with what changed) or removed."""
+    server_problems: tuple[ServerProblem, ...] = ()
     rendered: str | None = None
     """Only for an outcome read from a transcript written before outcomes were data: the text as rendered then."""
 
@@ -57,7 +71,16 @@ def redacted(outcome: TaskOutcome, redact: Callable[[str], str]) -> TaskOutcome:
         Denial(tool=d.tool, arguments=redact(d.arguments), reason=redact(d.reason)) for d in outcome.denials
     )
     rendered = None if outcome.rendered is None else redact(outcome.rendered)
-    return replace(outcome, text=redact(outcome.text), error=redact(outcome.error), denials=denials, rendered=rendered)
+    problems = tuple(ServerProblem(p.name, redact(p.reason)) for p in outcome.server_problems)
+    return replace(
+        outcome,
+        text=redact(outcome.text),
+        error=redact(outcome.error),
+        denials=denials,
+        rendered=rendered,
+        stop_reason=redact(outcome.stop_reason),
+        server_problems=problems,
+    )
 
 
 @cache

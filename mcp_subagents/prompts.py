@@ -46,11 +46,22 @@ def model_identity(profile: ModelProfile) -> str:
     return sentence
 
 
-def environment_block(cwd: Path, *, today: dt.date | None = None, model: ModelProfile | None = None) -> str:
+WORKTREE_NOTE = """\
+This working directory is a git worktree made for you alone: a separate checkout of the repository on its own \
+branch, so your changes do not touch the person's checkout. Run every command from it and use paths inside it; do \
+not `cd` to the repository's main folder. The git stash is shared with the main checkout and the other worktrees: \
+leave it alone. When you finish, the worktree is kept if you changed anything, and removed otherwise."""
+
+
+def environment_block(
+    cwd: Path, *, today: dt.date | None = None, model: ModelProfile | None = None, worktree: bool = False
+) -> str:
     today = today or dt.date.today()
+    note = f"{WORKTREE_NOTE}\n" if worktree else ""
     block = (
         "<env>\n"
         f"Working directory: {cwd}\n"
+        f"{note}"
         f"Is directory a git repo: {'Yes' if _is_git_repo(cwd) else 'No'}\n"
         f"Platform: {platform.system().lower()}\n"
         f"OS Version: {platform.system()} {platform.release()}\n"
@@ -69,13 +80,14 @@ def system_prompt(
     model: ModelProfile | None = None,
     memory: str | None = None,
     skills: str | None = None,
+    worktree: bool = False,
 ) -> str:
     sections = [
         body.strip(),
         (memory or "").strip(),
         SAFEGUARD,
         SUBAGENT_NOTES,
-        environment_block(cwd, today=today, model=model),
+        environment_block(cwd, today=today, model=model, worktree=worktree),
         (skills or "").strip(),
     ]
     if critical_reminder and critical_reminder.strip():

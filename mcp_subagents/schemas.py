@@ -52,6 +52,12 @@ def task_schema(agent_names: Sequence[str]) -> JsonObject:
                 "description": "Optional effort for this agent; overrides the agent definition's effort (default "
                 "medium). Higher effort thinks longer and costs more.",
             },
+            "isolation": {
+                "type": "string",
+                "enum": ["worktree"],
+                "description": '"worktree" runs the agent in its own git worktree on a new branch, so its edits do not '
+                "touch the checkout; the worktree is kept (and named in the result) if it changed something.",
+            },
         },
         "required": ["description", "prompt", "subagent_type"],
         "additionalProperties": False,

@@ -169,6 +169,7 @@ async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal
         queue=app.tasks.queue_position(record),
         recent_output=app.tasks.recent_output(record),
         max_result_chars=app.settings.max_result_chars,
+        subtasks=app.tasks.subtasks(record),
     )
     return _text(text, is_error=record.is_error)
 

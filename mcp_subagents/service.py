@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
@@ -21,13 +21,15 @@ from .definitions import (
     DefinitionSources,
     MissingTool,
     builtin_agents_dir,
+    matching_tools,
     missing_tools,
     require_some_tool,
     tool_base_name,
 )
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .hook_points import PermissionHook
 from .loop import AgentRun, RunResult, ToolGate, run_agent
-from .messages import Message, UserMessage
+from .messages import Message, Usage, UserMessage
 from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
@@ -36,12 +38,15 @@ from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
-from .tools import AGENT_TOOLS, BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
+from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
 from .transcripts import read_history
+from .trust import ProjectTrust
 
 if TYPE_CHECKING:
     from .agent_setup import AgentExtras
+    from .extensions import Extensions, RunPlace
+    from .hooks import StartAnswer
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
 
@@ -113,6 +118,7 @@ class TaskArguments:
     run_in_background: bool = False
     max_turns: int | None = None
     effort: str | None = None
+    isolation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,17 +133,18 @@ def select_tools(
     definition: AgentDefinition, available: Mapping[str, Tool], granted: Sequence[str] = ()
 ) -> ToolSelection:
     """Apply `disallowedTools` first, then `tools` plus `granted` (tools the agent's features need, such as its
-    memory's Read/Write/Edit); Task/Agent are never granted."""
+    memory's Read/Write/Edit). `Task`/`Agent` (and `Task(a, b)`) select the nested Task tool when the run has one;
+    `mcp__server__*` and `mcp__server` select every tool of that MCP server."""
 
-    disallowed = {tool_base_name(entry) for entry in definition.disallowed_tools}
+    disallowed = [tool_base_name(entry) for entry in definition.disallowed_tools]
     listed = [tool_base_name(entry) for entry in definition.tools] if definition.tools is not None else []
     wanted = list(available) if definition.tools is None else [*listed, *granted]
-    chosen = {
-        name: available[name]
-        for name in wanted
-        if name in available and name not in AGENT_TOOLS and name not in disallowed
-    }
-    return ToolSelection(chosen, missing_tools(definition, available))
+    chosen: dict[str, Tool] = {}
+    for entry in wanted:
+        for name in matching_tools(entry, available) or ():
+            if name not in chosen and not any(name in (matching_tools(d, available) or ()) for d in disallowed):
+                chosen[name] = available[name]
+    return ToolSelection(chosen, missing_tools(definition, available, mcp_tools_known=True))
 
 
 def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
@@ -146,10 +153,31 @@ def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
     return policy_read_filter(policy)
 
 
-def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials: list[Denial]) -> ToolGate:
+def permission_gate(
+    policy: PermissionPolicy,
+    *,
+    agent: str,
+    ask: Asker,
+    denials: list[Denial],
+    permission_hook: PermissionHook | None = None,
+) -> ToolGate:
     from .permissions.gate import PermissionGate  # the rule engine loads at the first run, not at start-up
 
-    return PermissionGate(policy, agent=agent, ask=ask, denials=denials)
+    return PermissionGate(policy, agent=agent, ask=ask, denials=denials, permission_hook=permission_hook)
+
+
+def _stopped_at_start(start: StartAnswer) -> RunResult:
+    """A SubagentStart hook said `continue: false`: the agent never runs."""
+    return RunResult(
+        text="",
+        stop="hook_stopped",
+        messages=[],
+        usage=Usage(),
+        turns=0,
+        tool_uses=0,
+        duration_s=0.0,
+        stop_reason=start.stop,
+    )
 
 
 class Subagents:
@@ -165,7 +193,7 @@ class Subagents:
         self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
         self._warned: set[str] = set()
         for problem in check_settings_files(self.settings_files).problems:
-            self._warn_once(f"settings file skipped or partly ignored: {problem}")
+            self.warn_once(f"settings file skipped or partly ignored: {problem}")
         self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
@@ -188,6 +216,7 @@ class Subagents:
                 "none. %s.",
                 MODEL_HINT,
             )
+        self.trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -244,10 +273,13 @@ class Subagents:
         catalog: Catalog | None = None,
         roots: tuple[Path, ...] = (),
         principal: str = LOCAL_PRINCIPAL,
+        parent: TaskRecord | None = None,
+        place: RunPlace | None = None,
     ) -> TaskRecord:
         """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
 
-        The task belongs to `principal`, who alone can resume it, read it and stop it.
+        The task belongs to `principal`, who alone can resume it, read it and stop it. A nested task (launched by
+        the agent of `parent`) belongs to the parent's owner and works where the parent works (`place`).
 
         Raises:
             UnknownAgentError: no such subagent type.
@@ -280,35 +312,63 @@ class Subagents:
         self._refuse_without_tools(definition)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
-            from .agent_setup import agent_extras, opening_message
-
-            model = await self.model()
-            cwd = self._working_directory(roots)
-            extras = agent_extras(
-                definition, cwd=cwd, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
-            )
-            run = self._prepare_run(definition, args, roots, record, model=model, extras=extras)
-            prompt: str | UserMessage = args.prompt
-            if not args.resume:  # a resumed conversation already starts with the context: not twice
-                prompt = await opening_message(
-                    args.prompt,
-                    extras=extras,
-                    cwd=cwd,
-                    claude_dir=self.settings.claude_dir,
-                    managed_dir=self.settings.policy_file.parent if self.settings.policy_file else None,
-                    env=self._tool_environment(),
-                )
-            return await run_agent(run, prompt, model=model, history=history, on_event=listener)
+            return await self._run_task(definition, args, roots, history, record, listener, place)
 
         return self.tasks.start(
             agent=definition.name,
             description=args.description,
             job=job,
-            background=args.run_in_background or definition.background,
+            background=parent is None and (args.run_in_background or definition.background),
             resumed_from=args.resume,
             history=history,
             owner=principal,
+            parent=parent,
         )
+
+    async def _run_task(
+        self,
+        definition: AgentDefinition,
+        args: TaskArguments,
+        roots: tuple[Path, ...],
+        history: Sequence[Message],
+        record: TaskRecord,
+        listener: Listener,
+        inherited: RunPlace | None,
+    ) -> RunResult:
+        """One run, with what the agent file's extension points hold open for it (its worktree, its MCP servers),
+        closed when it ends, fails or is stopped."""
+        from .agent_setup import agent_extras, opening_message
+        from .extensions import Extender, RunPlace
+
+        model = await self.model()
+        project = self._working_directory(roots)
+        place = inherited or RunPlace(project=project, cwd=project)
+        extras = agent_extras(
+            definition, cwd=place.project, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
+        )
+        extender = Extender(self, definition, args, record)
+        async with AsyncExitStack() as held:
+            place = await extender.isolate(place, held)
+            extensions = await extender.open(roots, place, held)
+            run = self._prepare_run(
+                definition, args, roots, record, model=model, extras=extras, place=place, extensions=extensions
+            )
+            start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
+            if start is not None and start.stop is not None:
+                return _stopped_at_start(start)
+            context = (*extensions.context, *(start.context if start is not None else ()))
+            prompt: str | UserMessage = UserMessage(content=args.prompt, context=context) if context else args.prompt
+            if not args.resume:  # a resumed conversation already starts with the context: not twice
+                opening = await opening_message(
+                    args.prompt,
+                    extras=extras,
+                    cwd=place.cwd,
+                    claude_dir=self.settings.claude_dir,
+                    managed_dir=self.settings.policy_file.parent if self.settings.policy_file else None,
+                    env=self.tool_environment(),
+                )
+                prompt = replace(opening, context=(*opening.context, *context))
+            return await run_agent(run, prompt, model=model, history=history, on_event=listener)
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
@@ -328,19 +388,26 @@ class Subagents:
         *,
         model: Model,
         extras: AgentExtras,
+        place: RunPlace,
+        extensions: Extensions,
     ) -> AgentRun:
         from .agent_setup import model_settings
+        from .extensions import merged
         from .models.profiles import model_profile
 
-        cwd = self._working_directory(roots)
-        claude_settings = self.settings_files.load(cwd)
-        extra = (*roots, *self._additional_directories(claude_settings, cwd), *extras.extra_roots)
+        cwd = place.cwd
+        claude_settings = self.settings_files.load(place.project)
+        additional = self._additional_directories(claude_settings, place.project)
+        # In a worktree the host's roots (the person's checkout) are out of reach: that is what isolation is for.
+        host_roots = () if place.inside_worktree is not None else roots
+        extra = (*host_roots, *additional, *extras.extra_roots)
         allowed = tuple(dict.fromkeys((cwd, *extra)))
         provider = self.provider_name
-        selection = select_tools(definition, {**self.tools, **extras.tools(provider)}, granted=extras.granted_tools)
+        available = merged(self.tools, extras.tools(provider), extensions.tools)
+        selection = select_tools(definition, available, granted=extras.granted_tools)
         require_some_tool(definition, selection.missing, granted=bool(extras.granted_tools))
         for item in selection.missing:
-            self._warn_once(f"agent {definition.name}: tool {item.entry!r} is left out: {item.reason}")
+            self.warn_once(f"agent {definition.name}: tool {item.entry!r} is left out: {item.reason}")
         tools = selection.tools
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
         model_id = self._model_id(definition, args)
@@ -353,16 +420,18 @@ class Subagents:
             max_tokens=self.settings.max_tokens,
             compact_threshold=self.settings.compact_threshold,
         )
-        policy = self._permission_policy(definition, cwd, allowed, claude_settings, extra_allow=extras.allow_rules)
+        policy = self._permission_policy(definition, place, allowed, claude_settings, extra_allow=extras.allow_rules)
         return AgentRun(
             agent=definition.name,
-            system=extras.system_prompt(cwd=cwd, model=profile, tool_names=list(tools)),
+            system=extras.system_prompt(
+                cwd=cwd, model=profile, tool_names=list(tools), worktree=place.worktree is not None
+            ),
             model_id=model_id,
             tools=tools,
             context=ToolContext(
                 cwd=cwd,
                 allowed_roots=allowed,
-                env=self._tool_environment(),
+                env=self.tool_environment(),
                 processes=record.resources.processes,
                 models=self._model_access(model, model_id),
                 readable=read_filter(policy),
@@ -374,10 +443,13 @@ class Subagents:
             compact_threshold=chosen.compact_threshold,
             gate=permission_gate(
                 policy,
-                agent=definition.name,
+                agent=self._asking_name(definition, record),
                 ask=partial(self.tasks.ask, record),
                 denials=record.resources.denials,
+                permission_hook=extensions.hooks,
             ),
+            hooks=extensions.hooks,
+            unavailable_tools=extensions.unavailable,
         )
 
     def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:
@@ -406,6 +478,13 @@ class Subagents:
             available.discard("WebSearch")
         require_some_tool(definition, missing_tools(definition, available), granted=definition.memory is not None)
 
+    def _asking_name(self, definition: AgentDefinition, record: TaskRecord) -> str:
+        """The agent as a permission question names it: a nested one says which agent launched it."""
+        lineage = self.tasks.lineage(record)
+        if len(lineage) == 1:
+            return definition.name
+        return f"{definition.name} (launched by {' < '.join(r.agent for r in lineage[1:])})"
+
     def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
         """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
         if model.provider not in ("anthropic", "openai"):
@@ -417,13 +496,14 @@ class Subagents:
         )
         return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
 
-    def _warn_once(self, message: str) -> None:
+    def warn_once(self, message: str) -> None:
         """Log a configuration problem once per process, not once per Task."""
         if message not in self._warned:
             self._warned.add(message)
             logger.warning("%s", message)
 
-    def _tool_environment(self) -> dict[str, str]:
+    def tool_environment(self) -> dict[str, str]:
+        """The environment tool processes (Bash, hooks, an agent's MCP servers) start from: secrets removed."""
         from .tools.shell import sanitized_environment
 
         return sanitized_environment(self.environ)
@@ -438,22 +518,31 @@ class Subagents:
             if folder.is_dir():
                 found.append(folder)
             else:
-                self._warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
+                self.warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
         return found
+
+    def agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings) -> str:
+        """The permission mode the agent runs in: the server's, narrowed (or widened) by the file's."""
+        from .permissions import effective_mode
+
+        default_mode = claude_settings.default_mode
+        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
+        return effective_mode(server_mode, definition.permission_mode)
 
     def _permission_policy(
         self,
         definition: AgentDefinition,
-        cwd: Path,
+        place: RunPlace,
         roots: tuple[Path, ...],
         claude_settings: ClaudeSettings,
         *,
         extra_allow: tuple[str, ...] = (),
     ) -> PermissionPolicy:
-        from .permissions import PermissionPolicy, effective_mode, rules_from_settings
+        from .permissions import PermissionPolicy, rules_from_settings
         from .permissions.protected import ProtectedPaths
         from .permissions.rules import PermissionRules
 
+        cwd = place.cwd
         if self._rules is None or self._rules[0] is not claude_settings:
             self._rules = (claude_settings, rules_from_settings(claude_settings))
         rules = self._rules[1]
@@ -461,20 +550,20 @@ class Subagents:
             memory = PermissionRules.of(allow=extra_allow, source="the agent's memory folder")
             rules = replace(rules, allow=rules.allow + memory.allow)
         for problem in (*claude_settings.problems, *rules.errors):
-            self._warn_once(f"settings file skipped or partly ignored: {problem}")
-        default_mode = claude_settings.default_mode
-        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
+            self.warn_once(f"settings file skipped or partly ignored: {problem}")
+        worktree = place.inside_worktree
         return PermissionPolicy(
             cwd=cwd,
-            mode=effective_mode(server_mode, definition.permission_mode),
+            mode=self.agent_mode(definition, claude_settings),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,
-            project_root=self.settings.working_directory,
+            project_root=worktree or self.settings.working_directory,
             protected=ProtectedPaths(
-                files=tuple(os.path.abspath(path) for path in self._configuration_files(cwd)),
+                files=tuple(os.path.abspath(path) for path in self._configuration_files(place.project)),
                 # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
                 folders=tuple(str(folder) for folder in self._agent_folders() if not cwd.is_relative_to(folder)),
+                worktree=str(worktree) if worktree is not None else None,
             ),
         )
 

@@ -17,6 +17,10 @@ TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "streamable-http")
 PROVIDERS = ("anthropic", "openai")
 PERMISSION_MODES = ("default", "acceptEdits", "dontAsk", "bypassPermissions", "plan")
 ENV_PREFIX = "MCP_SUBAGENTS_"
+AGENT_SERVER_MARKER = "MCP_SUBAGENTS_AGENT_SERVER"
+"""Set in the environment of every MCP server an agent starts: an mcp-subagents that finds it refuses to run, so a
+server list that names this server (directly or through a wrapper script) cannot make it start itself over and
+over."""
 
 
 def _default_state_dir(environ: Mapping[str, str]) -> Path:
@@ -84,6 +88,15 @@ class Settings:
     trust_client_roots: bool = False
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    # Agent extension points (README "Hooks", "MCP servers", "Worktrees", "Nested subagents", "Project trust").
+    claude_config_file: Path | None = field(default_factory=lambda: Path.home() / ".claude.json")
+    """Claude Code's global state file, where it records which projects the person trusted."""
+    trust_projects: tuple[Path, ...] = ()
+    """`--trust-project`: project folders whose hooks and MCP servers run even if Claude Code never trusted them."""
+    max_depth: int = 3
+    """How deep subagents may nest: a task at this depth gets no Task tool (1 = no nesting)."""
+    mcp_start_timeout: float = 30.0
+    """Seconds an agent's MCP server may take to start and list its tools."""
 
     @property
     def working_directory(self) -> Path:
@@ -220,6 +233,13 @@ SOURCE_OPTIONS: tuple[_Option, ...] = (
         f"where the managed policy is looked for (default: {default_managed_settings_file()})",
         _path,
     ),
+    _Option(
+        "--trust-project",
+        "trust_projects",
+        "run the hooks and MCP servers of this project's files even if Claude Code never trusted it (repeatable)",
+        _path,
+        repeat=True,
+    ),
 )
 
 RUN_OPTIONS: tuple[_Option, ...] = (
@@ -290,6 +310,18 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     ),
     _Option(
         "--log-level", "log_level", "stderr log level (default: INFO)", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    ),
+    _Option(
+        "--max-depth",
+        "max_depth",
+        "how deep subagents may launch subagents; at this depth Task is withheld (default: 3; 1 = no nesting)",
+        _positive_int,
+    ),
+    _Option(
+        "--mcp-start-timeout",
+        "mcp_start_timeout",
+        "seconds an agent's MCP server may take to start and list its tools (default: 30)",
+        _seconds,
     ),
 )
 
@@ -402,6 +434,10 @@ def _build(values: dict[str, Any], environ: Mapping[str, str]) -> Settings:
         values["claude_dir"] = Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
     elif "HOME" in environ:
         values.setdefault("claude_dir", Path(environ["HOME"]) / ".claude")
+    if environ.get("CLAUDE_CONFIG_DIR"):  # Claude Code keeps its global state file there too
+        values["claude_config_file"] = Path(environ["CLAUDE_CONFIG_DIR"]).expanduser() / ".claude.json"
+    elif "HOME" in environ:
+        values.setdefault("claude_config_file", Path(environ["HOME"]) / ".claude.json")
     if "claude_dir" in values:  # the user level of Claude Code's files: agents and settings live there too
         values.setdefault("user_agents_dir", Path(values["claude_dir"]) / "agents")
         values.setdefault("user_settings_file", Path(values["claude_dir"]) / "settings.json")

@@ -12,11 +12,12 @@ import anyio
 
 from .loop import RunEvent, RunResult
 from .messages import Usage
-from .outcome import FINISHED_STATES, TaskOutcome
+from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
 from .permissions.asking import Asker, Denial, OpenQuestions
 from .principals import LOCAL_PRINCIPAL
 from .tools.base import ProcessGroups
 from .transcripts import TranscriptWriter
+from .worktrees import WorktreeReport
 
 TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
 
@@ -64,6 +65,12 @@ class RunResources:
     """Questions waiting for an answer right now; the idle limit does not run while there are any."""
     questions: OpenQuestions = field(default_factory=OpenQuestions)
     """Questions held open for a 2026-era host, which answers them in its next call."""
+    descendant_usage: Usage = field(default_factory=Usage)
+    """Tokens the tasks it launched (and theirs) used: counted in its own usage."""
+    worktree: WorktreeReport | None = None
+    """What became of its worktree (`isolation: worktree`), once the run is over."""
+    server_problems: list[ServerProblem] = field(default_factory=lambda: [])
+    """Its MCP servers that did not start."""
 
 
 @dataclass(eq=False, slots=True, kw_only=True)
@@ -90,6 +97,12 @@ class TaskRecord:
     resources: RunResources = field(default_factory=RunResources)
     stop_requested: str | None = None
     """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
+    parent: str | None = None
+    """The task whose agent launched this one (a nested subagent); None for a task a host launched."""
+    depth: int = 1
+    """1 for a task a host launched, 2 for one its agent launched, and so on."""
+    children: list[str] = field(default_factory=lambda: [])
+    """The tasks this task's agent launched, in order."""
 
     @property
     def finished(self) -> bool:

@@ -8,7 +8,8 @@ import re
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -115,6 +116,7 @@ class TaskManager:
             owner=header.owner,
             state=outcome.state,
             outcome=outcome,
+            parent=header.parent,
         )
         record.done.set()
         self._records[task_id] = record
@@ -158,7 +160,10 @@ class TaskManager:
         resumed_from: str | None = None,
         history: Sequence[Message] = (),
         owner: str = LOCAL_PRINCIPAL,
+        parent: TaskRecord | None = None,
     ) -> TaskRecord:
+        """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and it runs
+        at once, without a place in the queue: its parent holds one and waits for it."""
         if self._group is None:
             raise SubagentsError("The task manager is not running")
         task_id = self.new_id()
@@ -170,15 +175,20 @@ class TaskManager:
             output_path=self.output_dir / f"{task_id}.output",
             transcript=TranscriptWriter(self.transcript_path(task_id), self._redact),
             resumed_from=resumed_from,
-            owner=owner,
+            owner=parent.owner if parent is not None else owner,
+            parent=parent.id if parent is not None else None,
+            depth=parent.depth + 1 if parent is not None else 1,
         )
+        if parent is not None:
+            parent.children.append(task_id)
         header = TranscriptHeader(
             task_id=task_id,
             agent=agent,
             description=description,
             created=record.created,
             resumed_from=resumed_from,
-            owner=owner,
+            owner=record.owner,
+            parent=record.parent,
         )
         record.transcript.header(header)
         for message in history:
@@ -186,9 +196,38 @@ class TaskManager:
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
         record.output_path.write_text(f"[task {task_id}] {agent}: {description}{resumed}\n", encoding="utf-8")
         self._records[task_id] = record
-        self._queue.append(task_id)
+        if parent is None:
+            self._queue.append(task_id)
         self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
         return record
+
+    def lineage(self, record: TaskRecord) -> list[TaskRecord]:
+        """The task, its parent, and so on up to the task a host launched."""
+        chain = [record]
+        while chain[-1].parent is not None and len(chain) < 64:
+            parent = self._find(chain[-1].parent)
+            if parent is None:
+                break
+            chain.append(parent)
+        return chain
+
+    def subtasks(self, record: TaskRecord) -> list[tuple[int, TaskRecord]]:
+        """The tasks its agent launched, and theirs, depth first, each with how far below `record` it is."""
+        found: list[tuple[int, TaskRecord]] = []
+
+        def walk(parent: TaskRecord, level: int) -> None:
+            for child_id in parent.children:
+                child = self._records.get(child_id)
+                if child is not None and level < 64:
+                    found.append((level, child))
+                    walk(child, level + 1)
+
+        walk(record, 1)
+        return found
+
+    def log_line(self, record: TaskRecord, line: str) -> None:
+        """A line in the task's output file about something beside the model's turns (a hook that failed)."""
+        self._append_output(record, f"{line.rstrip()}\n")
 
     async def stop(self, task_id: str, *, grace: float = 5.0) -> TaskRecord:
         """Cancel a queued or running task and wait until it has cleaned up (its processes are gone)."""
@@ -245,14 +284,18 @@ class TaskManager:
                 resources.asker = None
 
     async def ask(self, record: TaskRecord, question: PermissionQuestion) -> Answer:
-        """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`."""
-        resources = record.resources
+        """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`.
+
+        A nested task asks through the task a host launched: the host call attached to it carries the question.
+        """
+        lineage = self.lineage(record)
+        resources = lineage[-1].resources
         if resources.unattended:
             return Answer(kind="unanswered")
         asker = resources.asker
         if asker is None:
             return BACKGROUND
-        with self._idle_paused(record), anyio.move_on_after(self.limits.ask_timeout):
+        with self._idle_paused(lineage), anyio.move_on_after(self.limits.ask_timeout):
             try:
                 return await asker(question)
             except Exception as exc:  # an asker should answer, not raise; a failing host is a question unanswered
@@ -263,8 +306,16 @@ class TaskManager:
         return Answer(kind="unanswered", waited_s=self.limits.ask_timeout)
 
     @contextmanager
-    def _idle_paused(self, record: TaskRecord) -> Generator[None]:
-        """Waiting for a person is not idleness: the idle limit stops while a question is open."""
+    def _idle_paused(self, records: Sequence[TaskRecord]) -> Generator[None]:
+        """Waiting for a person is not idleness: the idle limits of the asking task and of those waiting on it stop
+        while a question is open."""
+        with ExitStack() as stack:
+            for record in records:
+                stack.enter_context(self._idle_paused_one(record))
+            yield
+
+    @contextmanager
+    def _idle_paused_one(self, record: TaskRecord) -> Generator[None]:
         resources = record.resources
         resources.asking += 1
         if record.idle is not None:
@@ -282,13 +333,19 @@ class TaskManager:
         outcome: TaskOutcome | None = None
         try:
             with record.scope:
-                async with self._limiter:
-                    self._queue.remove(record.id)
-                    record.state = "running"
-                    record.progress.started_at = record.progress.last_activity = time.monotonic()
-                    outcome = await self._run_with_limits(record, job)
+                if record.parent is not None:  # it borrows the slot of the parent that waits for it
+                    outcome = await self._run(record, job)
+                else:
+                    async with self._limiter:
+                        self._queue.remove(record.id)
+                        outcome = await self._run(record, job)
         finally:
             self._finish(record, outcome or self._cancelled(record))
+
+    async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
+        record.state = "running"
+        record.progress.started_at = record.progress.last_activity = time.monotonic()
+        return await self._run_with_limits(record, job)
 
     async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
         """Run the job under the wall-clock and idle limits, each a cancel scope; every run event resets idle's."""
@@ -308,9 +365,10 @@ class TaskManager:
 
     async def _on_event(self, record: TaskRecord, event: RunEvent) -> None:
         progress = record.progress
-        progress.last_activity = time.monotonic()
-        if record.idle is not None and not record.resources.asking:
-            record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+        for busy in self.lineage(record):  # a parent waiting on a nested task is not idle while it works
+            busy.progress.last_activity = time.monotonic()
+            if busy.idle is not None and not busy.resources.asking:
+                busy.idle.deadline = anyio.current_time() + self.limits.idle_timeout
         if isinstance(event, TurnStarted):
             progress.turn, progress.max_turns = event.turn, event.max_turns
         elif isinstance(event, ModelResponded):
@@ -335,19 +393,22 @@ class TaskManager:
 
     def _counts(self, record: TaskRecord) -> RunCounts:
         progress = record.progress
-        return RunCounts(
-            turns=progress.turn, tool_uses=progress.tool_uses, usage=progress.usage, duration_s=progress.elapsed()
-        )
+        usage = progress.usage + record.resources.descendant_usage
+        return RunCounts(turns=progress.turn, tool_uses=progress.tool_uses, usage=usage, duration_s=progress.elapsed())
 
     def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
         counts = RunCounts(
-            turns=result.turns, tool_uses=result.tool_uses, usage=result.usage, duration_s=result.duration_s
+            turns=result.turns,
+            tool_uses=result.tool_uses,
+            usage=result.usage + record.resources.descendant_usage,
+            duration_s=result.duration_s,
         )
         return TaskOutcome(
             state="completed",
             counts=counts,
             text=result.text,
             stop=result.stop,
+            stop_reason=result.stop_reason or "",
             denials=tuple(record.resources.denials),
         )
 
@@ -380,6 +441,8 @@ class TaskManager:
         """The only place a task ends: record the outcome, clean up, write the files, wake the waiters."""
         if record.id in self._queue:
             self._queue.remove(record.id)
+        resources = record.resources
+        outcome = replace(outcome, worktree=resources.worktree, server_problems=tuple(resources.server_problems))
         outcome = redacted(outcome, self._redact)
         record.outcome = outcome
         record.state = outcome.state

@@ -46,6 +46,8 @@ class TranscriptHeader:
     resumed_from: str | None = None
     owner: str = LOCAL_PRINCIPAL
     """The principal the task belongs to; transcripts written before owners were recorded belong to the local user."""
+    parent: str | None = None
+    """The task whose agent launched this one (a nested subagent)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +80,7 @@ class TranscriptWriter:
                 "created": header.created,
                 "resumed_from": header.resumed_from,
                 "owner": header.owner,
+                **({"parent": header.parent} if header.parent else {}),
             }
         )
 
@@ -115,6 +118,7 @@ def read_summary(path: Path) -> TranscriptSummary | None:
                 created=float(entry.get("created", 0.0)),
                 resumed_from=entry.get("resumed_from"),
                 owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
+                parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
             )
         elif entry.get("type") == "end":
             outcome = _end_outcome(entry)

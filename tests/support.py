@@ -30,6 +30,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         claude_dir=tmp_path / "claude-home",
         user_settings_file=tmp_path / "home" / ".claude" / "settings.json",
         managed_settings_file=tmp_path / "managed" / "managed-settings.json",
+        claude_config_file=tmp_path / "home" / ".claude.json",
     )
     return replace(base, **overrides)
 

@@ -128,6 +128,6 @@ def test_agents_validate_names_the_server_an_mcp_tool_needs(tmp_path: Path, caps
     assert exited.value.code == 0  # a warning: Read is left
     out = capsys.readouterr().out
     assert (
-        f"{path}: warning: tool 'mcp__github__create_issue' is left out: it comes from the agent's MCP server "
-        "'github' (in its mcpServers), which this server does not start yet"
+        f"{path}: warning: tool 'mcp__github__create_issue' must be offered by the agent's MCP server 'github' when "
+        "it starts"
     ) in out

@@ -143,3 +143,21 @@ def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "MCP_SUBAGENTS_PORT" in result.stderr
     assert result.stdout == ""
+
+
+def test_agents_list_and_validate_warn_about_an_untrusted_projects_hooks_and_servers(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    agent = write_agent(project / ".claude" / "agents", "hooked", extra="hooks: {Stop: [{hooks: [{command: x}]}]}\n")
+    (project / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": []}}), encoding="utf-8")
+    listed = run_cli("agents", "list", "--cwd", str(project), home=tmp_path).stdout
+    validated = run_cli("agents", "validate", str(agent), home=tmp_path)
+    assert (
+        f"warning: agent hooked: its hooks and MCP servers are skipped: the project {project} is not trusted" in listed
+    )
+    assert f"warning: {project / '.claude' / 'settings.json'}: its hooks are skipped" in listed
+    assert "its hooks and MCP servers are skipped until the project is trusted" in validated.stdout
+    (tmp_path / ".claude.json").write_text(
+        json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}}), encoding="utf-8"
+    )
+    assert "skipped" not in run_cli("agents", "list", "--cwd", str(project), home=tmp_path).stdout
+    assert "skipped" not in run_cli("agents", "validate", str(agent), home=tmp_path).stdout

@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from mcp_subagents.errors import ModelAPIError, ModelRefusalError, RunError, ToolError
+from mcp_subagents.hook_points import HookPermission
 from mcp_subagents.loop import (
     CUT_OFF_TOOL_CALL_NOTICE,
     AgentRun,
@@ -241,7 +242,7 @@ async def test_history_is_sent_before_the_new_prompt(tmp_path: Path) -> None:
 
 
 async def test_a_gate_can_deny_a_call(tmp_path: Path) -> None:
-    async def deny(call: ToolCall, _tool: Tool) -> None:
+    async def deny(call: ToolCall, _tool: Tool, _hint: HookPermission) -> None:
         raise ToolError(f"{call.name} denied by rule")
 
     run = make_run(tmp_path, make_tool("echo"))

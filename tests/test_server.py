@@ -28,7 +28,9 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
         "run_in_background",
         "max_turns",
         "effort",
+        "isolation",
     }
+    assert task["properties"]["isolation"]["enum"] == ["worktree"]
     assert set(task["properties"]["subagent_type"]["enum"]) >= {"general-purpose", "Explore", "Plan", "Bash"}
     assert task["properties"]["model"]["enum"] == ["sonnet", "opus", "haiku", "fable"]
     assert task["additionalProperties"] is False
@@ -38,7 +40,7 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
     assert tools["TaskOutput"].annotations is not None and tools["TaskOutput"].annotations.read_only_hint is True
     assert set(tools["TaskStop"].input_schema["properties"]) == {"task_id", "shell_id"}
     description = tools["Task"].description or ""
-    assert "- Explore: " in description and "(Tools: All tools except Write, Edit" in description
+    assert "- Explore: " in description and "(Tools: All tools except Agent, Write, Edit" in description
     assert "- Bash: " in description and "(Tools: Bash)" in description
 
 

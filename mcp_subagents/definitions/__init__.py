@@ -6,10 +6,18 @@ from __future__ import annotations
 from .model import AgentDefinition, LoadError, MemoryScope, Source, tool_base_name, tools_summary
 from .parse import parse_definition, parse_json_agents
 from .sources import Catalog, CatalogLoader, DefinitionSources, builtin_agents_dir
-from .tool_entries import MissingTool, missing_tools, no_usable_tools, require_some_tool
+from .tool_entries import (
+    NESTED_TOOL_NAME,
+    MissingTool,
+    matching_tools,
+    missing_tools,
+    no_usable_tools,
+    require_some_tool,
+)
 from .validate import Problem, validate_paths
 
 __all__ = [
+    "NESTED_TOOL_NAME",
     "AgentDefinition",
     "Catalog",
     "CatalogLoader",
@@ -20,6 +28,7 @@ __all__ = [
     "Problem",
     "Source",
     "builtin_agents_dir",
+    "matching_tools",
     "missing_tools",
     "no_usable_tools",
     "parse_definition",

@@ -45,6 +45,9 @@ CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
 )
 """Tools Claude Code has and this server does not: named as unavailable rather than unknown."""
 
+NESTED_TOOL_NAME: Final = "Task"
+"""The tool a subagent launches subagents with (Claude Code calls it Agent; both names select it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class MissingTool:
@@ -59,8 +62,6 @@ class MissingTool:
 def missing_reason(entry: str, available: Collection[str], *, mcp_servers: Iterable[McpServerSpec] = ()) -> str:
     """Why `entry` gives no tool when `available` are the tools that exist for the run."""
     base = tool_base_name(entry)
-    if base in AGENT_TOOLS:
-        return "subagents never get it (no nesting)"
     if base == "WebSearch":
         return "it needs the Anthropic provider (it is the API's server-side web search)"
     if base == "Skill":
@@ -68,13 +69,10 @@ def missing_reason(entry: str, available: Collection[str], *, mcp_servers: Itera
     server = mcp_server_of(base)
     if server is not None:
         if server in mcp_server_names(mcp_servers):
-            return (
-                f"it comes from the agent's MCP server '{server}' (in its mcpServers), which this server does not "
-                "start yet"
-            )
+            return f"the agent's MCP server '{server}' does not offer it (or did not start: see the result's notes)"
         return (
-            f"it needs an MCP server named '{server}': the agent's mcpServers does not list one (in Claude Code the "
-            "session's own servers could provide it), and this server does not connect subagents to MCP servers yet"
+            f"it needs an MCP server named '{server}', which the agent's mcpServers does not list (in Claude Code the "
+            "session's own servers could provide it; here an agent gets only the servers its file names)"
         )
     if base in CLAUDE_CODE_ONLY_TOOLS:
         return "it exists only in Claude Code"
@@ -82,6 +80,20 @@ def missing_reason(entry: str, available: Collection[str], *, mcp_servers: Itera
     if same_but_case is not None:
         return f"tool names are case-sensitive: did you mean '{same_but_case}'?"
     return "no tool has that name here"
+
+
+def matching_tools(entry: str, available: Collection[str]) -> list[str] | None:
+    """The available tools a `tools`/`disallowedTools` entry (its base name) names; None when it names none.
+
+    `Task`/`Agent` name the nested Task tool; `mcp__server__*` and `mcp__server` every tool of that MCP server.
+    """
+    if entry in AGENT_TOOLS:
+        entry = NESTED_TOOL_NAME
+    if entry.startswith("mcp__") and (entry.endswith("__*") or entry.count("__") == 1):
+        prefix = entry.removesuffix("*").removesuffix("__") + "__"
+        found = [name for name in available if name.startswith(prefix)]
+        return found or None
+    return [entry] if entry in available else None
 
 
 def mcp_server_of(tool: str) -> str | None:
@@ -103,13 +115,25 @@ def mcp_server_names(specs: Iterable[McpServerSpec]) -> set[str]:
     return names
 
 
-def missing_tools(definition: AgentDefinition, available: Collection[str]) -> list[MissingTool]:
-    """The entries of `tools` that name none of the `available` tools, each with why."""
-    return [
-        MissingTool(entry, missing_reason(entry, available, mcp_servers=definition.mcp_servers))
-        for entry in definition.tools or ()
-        if tool_base_name(entry) not in available or tool_base_name(entry) in AGENT_TOOLS
-    ]
+def missing_tools(
+    definition: AgentDefinition, available: Collection[str], *, mcp_tools_known: bool = False
+) -> list[MissingTool]:
+    """The entries of `tools` that name none of the `available` tools, each with why.
+
+    `Task`/`Agent` entries are never missing: without a nested Task tool the run is at its depth limit, which is
+    not a mistake in the file. Before the agent's MCP servers have started (`mcp_tools_known` False: the validator,
+    a launch check), an entry for a server its `mcpServers` lists counts as present.
+    """
+    servers = mcp_server_names(definition.mcp_servers)
+    missing: list[MissingTool] = []
+    for entry in definition.tools or ():
+        base = tool_base_name(entry)
+        if base in AGENT_TOOLS or matching_tools(base, available) is not None:
+            continue
+        if not mcp_tools_known and mcp_server_of(base) in servers:
+            continue
+        missing.append(MissingTool(entry, missing_reason(entry, available, mcp_servers=definition.mcp_servers)))
+    return missing
 
 
 def no_usable_tools(definition: AgentDefinition, missing: Collection[MissingTool], *, granted: bool) -> str | None:

@@ -1,18 +1,19 @@
 """Check agent files the way `mcp-subagents agents validate PATH...` reports them.
 
 Errors mean the file does not load or cannot run as written. Warnings mean it loads but something is ignored or
-left out here (Claude Code-only tools, unknown fields, a bad optional value, fields that have no effect here, a
-missing name, YAML that only loads after repair).
+left out here (Claude Code-only tools, unknown fields, a bad optional value, fields that have no effect here, hook
+and MCP server entries that cannot run, hooks and servers of a project nobody trusted yet, a missing name, YAML that
+only loads after repair).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from ..errors import DefinitionError
 from ..tools import AGENT_TOOLS, PER_RUN_TOOL_NAMES
@@ -20,14 +21,11 @@ from .frontmatter import read_frontmatter
 from .model import AgentDefinition, LoadError, tool_base_name
 from .parse import DESCRIPTION_FALLBACKS, EFFORT_LEVELS, MODEL_ALIASES, build_definition
 from .sources import markdown_files, read_definition_text
-from .tool_entries import CLAUDE_CODE_ONLY_TOOLS, MissingTool, mcp_server_of, missing_reason, no_usable_tools
+from .tool_entries import CLAUDE_CODE_ONLY_TOOLS, mcp_server_names, mcp_server_of, missing_tools, no_usable_tools
 
 Severity: TypeAlias = Literal["error", "warning"]
 
 NO_EFFECT_HERE: Final = {
-    "hooks": "hooks are not run by this server yet: the agent's hook commands are ignored",
-    "mcpServers": "mcpServers are not started by this server yet: their tools are unavailable to the agent",
-    "isolation": "isolation is not supported by this server yet: the agent works in the project's own checkout",
     "initialPrompt": "initialPrompt only applies when Claude Code runs an agent as its main session; ignored here",
     "color": "color is only shown in Claude Code's interface; it has no effect here",
 }
@@ -66,7 +64,13 @@ class Problem:
     severity: Severity = "error"
 
 
-def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[Problem]:
+ProjectCheck = Callable[[Path], "str | None"]
+"""For an agent file, why its project's hooks and MCP servers would be skipped (not trusted), or None."""
+
+
+def validate_paths(
+    paths: Sequence[Path], known_tools: Collection[str], *, untrusted: ProjectCheck | None = None
+) -> list[Problem]:
     """Problems in the given agent files; folders are searched recursively for `*.md`. A path that holds no agent
     file (an empty folder, only a README.md) is an error: there was nothing to check."""
     problems: list[Problem] = []
@@ -82,7 +86,7 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
             continue
         checked = 0
         for file in files:
-            definition, file_problems, is_agent_file = _validate_file(file, known_tools)
+            definition, file_problems, is_agent_file = _validate_file(file, known_tools, untrusted)
             problems.extend(file_problems)
             checked += is_agent_file
             if definition is None:
@@ -97,7 +101,9 @@ def validate_paths(paths: Sequence[Path], known_tools: Collection[str]) -> list[
     return problems
 
 
-def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefinition | None, list[Problem], bool]:
+def _validate_file(
+    path: str, known_tools: Collection[str], untrusted: ProjectCheck | None = None
+) -> tuple[AgentDefinition | None, list[Problem], bool]:
     """The definition (None when it does not load), its problems, and whether the file is meant as an agent file."""
     text = read_definition_text(path)
     if text is None:
@@ -145,35 +151,69 @@ def _validate_file(path: str, known_tools: Collection[str]) -> tuple[AgentDefini
             f"effort {definition.effort} is a number, which Claude Code keeps for its own use; providers take only "
             f"the levels {', '.join(EFFORT_LEVELS)}, so the default 'medium' is sent"
         )
-    for key, note in NO_EFFECT_HERE.items():
-        if fields.get(key) not in (None, "", [], {}):
-            warn(note)
+    problems.extend(Problem(path, message, "warning") for message in _feature_messages(definition, fields, untrusted))
     return definition, problems, True
+
+
+def _feature_messages(
+    definition: AgentDefinition, fields: Mapping[str, Any], untrusted: ProjectCheck | None
+) -> list[str]:
+    """Fields that do nothing here; what in `hooks`, `mcpServers` and `isolation` cannot run as written; and hooks
+    and servers a project nobody trusted would have run."""
+    from ..hooks.config import parse_hooks  # the hook and rule parsers load only when a file has hooks
+
+    messages = [note for key, note in NO_EFFECT_HERE.items() if fields.get(key) not in (None, "", [], {})]
+    if untrusted is not None and definition.path is not None and (definition.hooks or definition.mcp_servers):
+        why = untrusted(definition.path)
+        if why is not None:
+            messages.append(f"its hooks and MCP servers are skipped until the project is trusted: {why}")
+    if definition.hooks:
+        parsed = parse_hooks(definition.hooks, origin="hooks", frontmatter=True)
+        messages += [problem.removeprefix("hooks: ") for problem in parsed.problems]
+        messages += [f"hooks.{event} never fires for a subagent; it is ignored" for event in parsed.ignored_events]
+    for spec in definition.mcp_servers:
+        if isinstance(spec, dict):
+            messages += _inline_server_messages(spec)
+    if definition.isolation == "remote":
+        messages.append("isolation: remote is not supported here: the agent runs in the working directory")
+    return messages
+
+
+def _inline_server_messages(spec: dict[str, Any]) -> list[str]:
+    from ..mcp_servers.config import ServerConfigError, server_config
+
+    messages: list[str] = []
+    for name, raw in spec.items():
+        try:
+            server_config(name, raw, environ=os.environ, project=Path.cwd(), origin=f"mcpServers.{name}")
+        except ServerConfigError as exc:
+            messages.append(str(exc))
+    return messages
 
 
 def _tool_messages(path: str, definition: AgentDefinition, known_tools: Collection[str]) -> list[Problem]:
     """What `tools` leaves out and why; an error when nothing it lists exists here; typos in `disallowedTools`."""
     problems: list[Problem] = []
     available = {*known_tools, *PER_RUN_TOOL_NAMES}  # WebSearch and Skill may exist at run time
-    missing: list[MissingTool] = []
+    missing = missing_tools(definition, available)
+    servers = mcp_server_names(definition.mcp_servers)
     for entry in definition.tools or ():
         base = tool_base_name(entry)
         if base == "WebSearch":
             problems.append(Problem(path, WEB_SEARCH_NOTE, "warning"))
-        if base in available:
-            continue
-        reason = missing_reason(entry, available, mcp_servers=definition.mcp_servers)
-        missing.append(MissingTool(entry, reason))
-        if base in AGENT_TOOLS:
-            message = f"tool {entry!r} is never granted to subagents (no nesting); it is left out"
-        elif base in CLAUDE_CODE_ONLY_TOOLS:
-            message = f"tool {entry!r} exists only in Claude Code and is unavailable here; it is left out"
+        elif (server := mcp_server_of(base)) is not None and server in servers:
+            note = f"tool {entry!r} must be offered by the agent's MCP server '{server}' when it starts"
+            problems.append(Problem(path, note, "warning"))
+    for item in missing:
+        base = tool_base_name(item.entry)
+        if base in CLAUDE_CODE_ONLY_TOOLS:
+            message = f"tool {item.entry!r} exists only in Claude Code and is unavailable here; it is left out"
         elif mcp_server_of(base) is not None:
-            message = f"tool {entry!r} is left out: {reason}"
-        elif "case-sensitive" in reason:
-            message = f"unknown tool {entry!r} ({reason}); it is left out"
+            message = f"tool {item.entry!r} is left out: {item.reason}"
+        elif "case-sensitive" in item.reason:
+            message = f"unknown tool {item.entry!r} ({item.reason}); it is left out"
         else:
-            message = f"unknown tool {entry!r}; it is left out"
+            message = f"unknown tool {item.entry!r}; it is left out"
         problems.append(Problem(path, message, "warning"))
     problem = no_usable_tools(definition, missing, granted=definition.memory is not None)
     if problem is not None:

@@ -16,8 +16,9 @@ from .rules import EDIT_TOOLS, PATH_TOOLS, PermissionRule, PermissionRules, Rule
 from .targets import PathTarget, TargetError, path_target
 from .verdict import Verdict
 
-READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead", "LS", "Skill"})
-"""Tools every mode runs without asking (inside the allowed directories)."""
+READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead", "LS", "Skill", "Task", "Agent"})
+"""Tools every mode runs without asking (inside the allowed directories). Launching a nested subagent (`Task`) is
+one, as in Claude Code: the subagent's own tool calls are checked like any other."""
 
 _CLIP = 120
 

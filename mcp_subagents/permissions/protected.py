@@ -30,6 +30,9 @@ class ProtectedPaths:
     """Absolute files: the settings files, the managed policy, `.mcp.json`."""
     folders: tuple[str, ...] = ()
     """Absolute folders: the agent folders."""
+    worktree: str | None = None
+    """An isolated agent's git worktree (which lies in the repository's `.claude/worktrees/`): paths inside it are
+    judged from its root, so its own `.claude/` and `.git` stay protected and the rest is ordinary work."""
 
     def protection(self, path: str) -> Protection | None:
         """Why `path` (absolute and normalized) is protected, or None."""
@@ -41,6 +44,8 @@ class ProtectedPaths:
 
     def _protection(self, path: str) -> Protection | None:
         parts = path.split("/")
+        if self.worktree is not None and (path + "/").startswith(self.worktree.rstrip("/") + "/"):
+            parts = ["", *path[len(self.worktree.rstrip("/")) :].split("/")[1:]]
         if ".claude" in parts[:-1] or parts[-1] == ".claude":
             return Protection("a Claude Code configuration folder (.claude)", ".claude")
         if parts[-1] == ".mcp.json":

@@ -32,7 +32,8 @@ fetches, etc.), since it is not aware of the user's intent.
 - Set run_in_background to true for long work: you get a task id at once and read the result later with \
 TaskOutput; stop a task with TaskStop. A foreground task that runs long is handed over to the background \
 automatically and its task id is returned; then call TaskOutput with that id.
-- Subagents cannot launch other subagents."""
+- Subagents whose tools allow it can launch subagents of their own, a few levels deep; TaskOutput lists them \
+under the task that launched them."""
 
 
 def task_description(agents: Iterable[AgentLine]) -> str:

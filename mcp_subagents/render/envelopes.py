@@ -101,9 +101,10 @@ def outcome_text(record: TaskRecord, outcome: TaskOutcome, *, max_chars: int | N
     counts = outcome.counts
     stats = None if counts is None else _stats(record.id, counts)
     denied = denial_notes(outcome.denials)
+    extensions = extension_notes(outcome)
     match outcome.state:
         case "completed":
-            notes = [*_completion_notes(record, outcome), *denied]
+            notes = [*_completion_notes(record, outcome), *extensions, *denied]
             body = outcome.text
             if max_chars is not None:
                 body = truncate(body, max_chars, full_text_at=str(record.output_path))
@@ -114,7 +115,7 @@ def outcome_text(record: TaskRecord, outcome: TaskOutcome, *, max_chars: int | N
             message = stopped_message(record, counts)
         case "interrupted":
             message = interrupted_message(record.id)
-    return task_error(record.agent, "\n".join([message, *denied]), stats)
+    return task_error(record.agent, "\n".join([message, *extensions, *denied]), stats)
 
 
 def _stats(task_id: str, counts: RunCounts) -> RunStats:
@@ -139,4 +140,28 @@ def _completion_notes(record: TaskRecord, outcome: TaskOutcome) -> list[str]:
         )
     elif outcome.stop == "max_tokens":
         notes.append("[The final answer was cut off at the model's output token limit.]")
+    elif outcome.stop == "hook_stopped":
+        notes.append(f"[A hook stopped the agent: {outcome.stop_reason or 'no reason given'}]")
+    return notes
+
+
+def extension_notes(outcome: TaskOutcome) -> list[str]:
+    """What the agent's worktree and MCP servers came to, for the result's readers."""
+    notes = [f'[MCP server "{p.name}" was not available to the agent: {p.reason}]' for p in outcome.server_problems]
+    worktree = outcome.worktree
+    if worktree is None:
+        return notes
+    if worktree.kept:
+        changed = ", ".join(worktree.changed_files[:50])
+        more = f" and {len(worktree.changed_files) - 50} more" if len(worktree.changed_files) > 50 else ""
+        lines = [f"worktreePath: {worktree.path}", f"worktreeBranch: {worktree.branch}"]
+        if worktree.changed_files:
+            lines.append(f"changed files: {changed}{more}")
+        if worktree.problem:
+            lines.append(f"(left in place: {worktree.problem})")
+        notes.append(
+            "[The agent worked in its own git worktree, kept because it changed something:\n" + "\n".join(lines) + "]"
+        )
+    else:
+        notes.append(f"[The agent's git worktree was removed with its branch {worktree.branch}: nothing changed.]")
     return notes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from ..loop import Compacted, ModelResponded, RunEvent, ToolFinished, ToolStarted
 from ..task_record import TaskRecord
@@ -30,9 +31,25 @@ def handover_text(record: TaskRecord, *, waited_s: float, recent_output: str) ->
     )
 
 
-def status_text(record: TaskRecord, *, queue: tuple[int, int] | None, recent_output: str, max_result_chars: int) -> str:
-    """TaskOutput's answer: where the task stands, then its result or its output so far."""
+def status_text(
+    record: TaskRecord,
+    *,
+    queue: tuple[int, int] | None,
+    recent_output: str,
+    max_result_chars: int,
+    subtasks: Sequence[tuple[int, TaskRecord]] = (),
+) -> str:
+    """TaskOutput's answer: where the task stands, the subagents it launched, then its result or its output so
+    far."""
     lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", f"<status>{record.state}</status>"]
+    if record.parent is not None:
+        lines.append(f"<parent_task_id>{record.parent}</parent_task_id>")
+    if subtasks:
+        tree = "\n".join(
+            f"{'  ' * (level - 1)}- {child.id} {child.agent}: {child.description} [{child.state}]"
+            for level, child in subtasks
+        )
+        lines.append(f"<subtasks>\n{tree}\n</subtasks>")
     if queue is not None:
         lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
     elif record.state == "running":

@@ -91,9 +91,13 @@ class Tool:
     """Takes the context and a validated `input_model` instance; returns text or raises `ToolError`."""
     read_only: bool = False
     """Read-only tools may run concurrently within one model turn."""
+    schema: JsonObject | None = None
+    """The input schema the model sees, when it is not `input_model`'s own (an MCP server's tool, a list of agent
+    names known only at run time)."""
 
     def definition(self) -> ToolDefinition:
-        return ToolDefinition(name=self.name, description=self.description, input_schema=input_schema(self.input_model))
+        schema = self.schema if self.schema is not None else input_schema(self.input_model)
+        return ToolDefinition(name=self.name, description=self.description, input_schema=schema)
 
     def validate(self, arguments: JsonObject) -> ToolInput:
         """Check arguments against the input model.

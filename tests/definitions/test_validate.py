@@ -44,8 +44,7 @@ def test_unknown_fields_are_named_with_a_hint_when_one_fits(tmp_path: Path) -> N
 
 def test_tools_that_cannot_be_granted_here_are_reported_as_warnings(tmp_path: Path) -> None:
     found = check(tmp_path, "name: a\ndescription: d\ntools: Read, Task, WebSearch, TeamCreate, Frobnicate, Agent(x)")
-    assert found == [
-        ("warning", "tool 'Task' is never granted to subagents (no nesting); it is left out"),
+    assert found == [  # Task and Agent(x) launch nested subagents: nothing to say about them
         (
             "warning",
             "tool 'WebSearch' uses the Anthropic API's server-side web search: it is offered only with the "
@@ -53,7 +52,6 @@ def test_tools_that_cannot_be_granted_here_are_reported_as_warnings(tmp_path: Pa
         ),
         ("warning", "tool 'TeamCreate' exists only in Claude Code and is unavailable here; it is left out"),
         ("warning", "unknown tool 'Frobnicate'; it is left out"),
-        ("warning", "tool 'Agent(x)' is never granted to subagents (no nesting); it is left out"),
     ]
 
 
@@ -116,14 +114,41 @@ def test_fields_without_effect_here_are_named(tmp_path: Path) -> None:
         "hooks: {Stop: []}\nmcpServers: [github]\neffort: 7"
     )
     messages = [message for _, message in check(tmp_path, frontmatter)]
-    assert messages == [
+    assert messages == [  # hooks, mcpServers and isolation: worktree work here now
         "effort 7 is a number, which Claude Code keeps for its own use; providers take only the levels low, medium, "
         "high, xhigh, max, so the default 'medium' is sent",
-        "hooks are not run by this server yet: the agent's hook commands are ignored",
-        "mcpServers are not started by this server yet: their tools are unavailable to the agent",
-        "isolation is not supported by this server yet: the agent works in the project's own checkout",
         "initialPrompt only applies when Claude Code runs an agent as its main session; ignored here",
         "color is only shown in Claude Code's interface; it has no effect here",
+    ]
+
+
+def test_hooks_and_servers_that_cannot_run_are_named(tmp_path: Path) -> None:
+    frontmatter = (
+        "name: a\ndescription: d\nisolation: remote\n"
+        'hooks: {"Stop": [{"hooks": [{"type": "command", "command": "./done.sh"}]}], '
+        '"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "ok?"}]}], '
+        '"SessionStart": [{"hooks": [{"type": "command", "command": "./x.sh"}]}]}\n'
+        'mcpServers: [github, {"db": {"args": ["x"]}}, {"me": {"command": "mcp-subagents", "args": ["serve"]}}]'
+    )
+    assert [message for _, message in check(tmp_path, frontmatter)] == [
+        "hooks.PreToolUse[0].hooks[0]: 'prompt' hooks are not supported by this server yet (only 'command'); skipped",
+        "hooks.SessionStart never fires for a subagent; it is ignored",
+        "mcpServers.db: a stdio server needs 'command'",
+        "mcpServers.me: it runs mcp-subagents itself, which would start this server inside itself; not started",
+        "isolation: remote is not supported here: the agent runs in the working directory",
+    ]
+
+
+def test_a_project_files_hooks_and_servers_are_named_until_the_project_is_trusted(tmp_path: Path) -> None:
+    path = write_agent(tmp_path / "repo" / ".claude" / "agents", "x.md", "name: x\ndescription: d\nmcpServers: [gh]")
+    elsewhere = write_agent(tmp_path / "mine", "y.md", "name: y\ndescription: d\nmcpServers: [gh]")
+
+    def untrusted(file: Path) -> str | None:
+        return "the project is not trusted" if ".claude" in file.parts else None
+
+    found = [(p.path, p.message) for p in validate_paths([path, elsewhere], KNOWN, untrusted=untrusted)]
+    assert found == [
+        (str(path), "its hooks and MCP servers are skipped until the project is trusted: the project is not trusted")
     ]
 
 
@@ -158,17 +183,19 @@ def test_missing_tools_names_each_entry_that_gives_no_tool_and_why() -> None:
         mcp_servers=("x",),
         source="user",
     )
+    # Task/Agent are the nested Task tool (absent only at the depth limit), and the tools of an MCP server the agent's
+    # mcpServers names are known only once it starts: none of them is missing before the run.
     assert [(m.entry, m.reason) for m in missing_tools(definition, {*KNOWN, "WebSearch"})] == [
-        (
-            "mcp__x__y",
-            "it comes from the agent's MCP server 'x' (in its mcpServers), which this server does not start yet",
-        ),
-        ("Task", "subagents never get it (no nesting)"),
-        ("Agent(b)", "subagents never get it (no nesting)"),
         ("Mystery", "no tool has that name here"),
         ("grep", "tool names are case-sensitive: did you mean 'Grep'?"),
         ("LS", "it exists only in Claude Code"),
     ]
+    # Once the servers have started, an entry no server offers is missing, and says where to look.
+    started = [(m.entry, m.reason) for m in missing_tools(definition, {*KNOWN, "WebSearch"}, mcp_tools_known=True)]
+    assert started[0] == (
+        "mcp__x__y",
+        "the agent's MCP server 'x' does not offer it (or did not start: see the result's notes)",
+    )
     assert missing_tools(AgentDefinition(name="a", description="d", prompt="p", source="user"), KNOWN) == []
 
 
@@ -208,23 +235,16 @@ def test_an_agent_without_tools_on_purpose_is_no_error(tmp_path: Path, fields: s
 
 def test_mcp_tools_name_the_server_that_must_provide_them(tmp_path: Path) -> None:
     found = check(tmp_path, "name: a\ndescription: d\ntools: Read, mcp__github__create_issue, mcp__jira__search")
+    needs = (
+        "which the agent's mcpServers does not list (in Claude Code the session's own servers could provide it; here "
+        "an agent gets only the servers its file names)"
+    )
     assert found == [
-        (
-            "warning",
-            "tool 'mcp__github__create_issue' is left out: it needs an MCP server named 'github': the agent's "
-            "mcpServers does not list one (in Claude Code the session's own servers could provide it), and this "
-            "server does not connect subagents to MCP servers yet",
-        ),
-        (
-            "warning",
-            "tool 'mcp__jira__search' is left out: it needs an MCP server named 'jira': the agent's mcpServers does "
-            "not list one (in Claude Code the session's own servers could provide it), and this server does not "
-            "connect subagents to MCP servers yet",
-        ),
+        ("warning", f"tool 'mcp__github__create_issue' is left out: it needs an MCP server named 'github', {needs}"),
+        ("warning", f"tool 'mcp__jira__search' is left out: it needs an MCP server named 'jira', {needs}"),
     ]
     listed = check(tmp_path, "name: a\ndescription: d\ntools: Read, mcp__github__create_issue\nmcpServers: [github]")
     assert (
         "warning",
-        "tool 'mcp__github__create_issue' is left out: it comes from the agent's MCP server 'github' (in its "
-        "mcpServers), which this server does not start yet",
+        "tool 'mcp__github__create_issue' must be offered by the agent's MCP server 'github' when it starts",
     ) in listed

@@ -1,0 +1,141 @@
+"""Nested subagents: Task for subagents whose tools allow it, `Task(agent)` limits, the depth limit and one past it,
+the tree in TaskOutput, stop with the parent, usage counted in the parent, and questions through the host call."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_subagents.messages import ToolResultMessage, UserMessage
+from mcp_subagents.models.base import ModelRequest, ModelResponse
+from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
+from tests.support import MODES, connected, make_settings, text_of, write_agent
+
+pytestmark = pytest.mark.anyio
+
+
+def task(agent: str, **more: Any) -> dict[str, Any]:
+    return {"description": "delegate", "prompt": "Go down one level.", "subagent_type": agent, **more}
+
+
+def nested(agent: str, prompt: str = "Go down one level.") -> dict[str, Any]:
+    return {"description": f"run {agent}", "prompt": prompt, "subagent_type": agent}
+
+
+def relay(request: ModelRequest) -> ModelResponse:
+    """Launch another relay; once the nested result is back, report it. Past the limit it tries all the same."""
+    last = request.messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return text(f"below me: {last.results[0].content}")
+    return tool_call("Task", nested("relay"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_nesting_goes_to_the_depth_limit_and_no_further(tmp_path: Path, mode: str) -> None:
+    settings = make_settings(tmp_path)  # --max-depth 3, as in Claude Code
+    assert settings.user_agents_dir is not None
+    write_agent(settings.user_agents_dir, "relay", description="passes work down")
+    model = FunctionModel(relay)
+    requests: list[ModelRequest] = []
+    model.function = lambda request: (requests.append(request), relay(request))[1]
+    async with connected(settings, mode=mode, model=model) as client:
+        body = text_of(await client.call_tool("Task", task("relay")))
+        top = re.findall(r"task_id: (\w+)", body)[-1]  # the outer usage line comes last
+        status = text_of(await client.call_tool("TaskOutput", {"task_id": top}))
+    with_task = [any(tool.name == "Task" for tool in request.tools) for request in requests]
+    assert with_task == [True, True, False, False, True, True]  # depth 1, 2, 3 (no Task), 3, then 2 and 1 report
+    assert "no tool named 'Task' is available to this agent" in body  # depth 3 tried one level more
+    assert body.count("below me:") == 3  # each level reported what came back from the one below
+    assert "input_tokens: 60" in body.rsplit("<usage>", 1)[1]  # six requests of 10 input tokens, all counted at the top
+    tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
+    assert len(tree) == 2 and tree[0].startswith("- ") and tree[1].startswith("  - ")
+    assert tree[0].endswith("[completed]") and "relay: run relay" in tree[1]
+
+
+async def test_task_with_agent_names_limits_what_may_be_launched(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    assert settings.user_agents_dir is not None
+    write_agent(settings.user_agents_dir, "lead", extra="tools: Read, Task(reviewer)\n")
+    write_agent(settings.user_agents_dir, "reviewer", description="reviews")
+    write_agent(settings.user_agents_dir, "writer", description="writes")
+    model = ScriptedModel(
+        [
+            tool_call("Task", nested("writer")),
+            lambda request: text(f"refused: {request.messages[-1].results[0].content}"),  # type: ignore[union-attr]
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        body = text_of(await client.call_tool("Task", task("lead")))
+    [task_tool] = [tool for tool in model.requests[0].tools if tool.name == "Task"]
+    assert task_tool.input_schema["properties"]["subagent_type"]["enum"] == ["reviewer"]
+    assert "- reviewer: reviews" in task_tool.description and "writer" not in task_tool.description
+    assert "This agent may not launch 'writer'. It may launch: reviewer" in body
+
+
+async def test_max_depth_one_means_no_nesting(tmp_path: Path) -> None:
+    model = ScriptedModel([text("alone")])
+    async with connected(make_settings(tmp_path, max_depth=1), model=model) as client:
+        await client.call_tool("Task", task("general-purpose"))
+    assert "Task" not in [tool.name for tool in model.requests[0].tools]
+
+
+async def test_a_nested_task_needs_no_free_slot_in_the_queue(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [tool_call("Task", nested("general-purpose", "Say hi.")), text("hi from below"), text("done above")]
+    )
+    async with connected(make_settings(tmp_path, max_concurrent=1), model=model) as client:
+        with anyio.fail_after(10):
+            body = text_of(await client.call_tool("Task", task("general-purpose")))
+    assert "done above" in body
+
+
+async def test_stopping_the_parent_stops_the_nested_task(tmp_path: Path) -> None:
+    arrived, never = anyio.Event(), anyio.Event()
+
+    async def respond(request: ModelRequest) -> ModelResponse:
+        first = request.messages[0]
+        if isinstance(first, UserMessage) and first.content == "Wait below.":
+            arrived.set()
+            await never.wait()
+        return tool_call("Task", nested("general-purpose", "Wait below."))
+
+    async with connected(make_settings(tmp_path), model=FunctionModel(respond)) as client:
+        launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
+        parent = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            await arrived.wait()
+        running = text_of(await client.call_tool("TaskOutput", {"task_id": parent, "block": False}))
+        child = re.search(r"<subtasks>\n- (\w+) ", running).group(1)  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            await client.call_tool("TaskStop", {"task_id": parent})
+        child_status = text_of(await client.call_tool("TaskOutput", {"task_id": child, "block": False}))
+    assert "<status>stopped</status>" in child_status and f"<parent_task_id>{parent}</parent_task_id>" in child_status
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_nested_task_asks_the_person_through_the_hosts_call(tmp_path: Path, mode: str) -> None:
+    from tests.test_asking import Host
+
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    host = Host("allow")
+
+    def respond(request: ModelRequest) -> ModelResponse:
+        first, last = request.messages[0], request.messages[-1]
+        below = isinstance(first, UserMessage) and first.content == "Write it."
+        if isinstance(last, ToolResultMessage):
+            return text(("wrote: " if below else "child said: ") + last.results[0].content)
+        if below:
+            return tool_call("Write", {"file_path": "from-below.txt", "content": "nested"})
+        return tool_call("Task", nested("general-purpose", "Write it."))
+
+    async with connected(settings, mode=mode, model=FunctionModel(respond), elicitation_callback=host) as client:
+        body = text_of(await client.call_tool("Task", task("general-purpose")))
+    assert (settings.cwd / "from-below.txt").read_text(encoding="utf-8") == "nested"
+    [question] = host.questions
+    assert question.startswith("Subagent 'general-purpose (launched by general-purpose)' wants to run Write")
+    assert "Permission denied" not in body
