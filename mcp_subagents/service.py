@@ -29,9 +29,10 @@ from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
+from .pricing import PriceFiles
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
-from .task_record import Listener, TaskLimits, TaskRecord
+from .task_record import Listener, TaskBudget, TaskLimits, TaskRecord
 from .tasks import TaskManager
 from .tools import Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
@@ -133,6 +134,7 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._warned: set[str] = set()
+        self.prices = PriceFiles(settings.settings_file, settings.policy_file)
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -201,6 +203,7 @@ class Subagents:
             definition = self.definition(args.subagent_type, catalog)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
+        model_id = self._model_id(definition, args)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             from .agent_setup import agent_extras, opening_message
@@ -210,7 +213,7 @@ class Subagents:
             extras = agent_extras(
                 definition, cwd=cwd, claude_dir=self.settings.claude_dir, plugin_dirs=self.settings.plugin_dirs
             )
-            run = self._prepare_run(definition, args, roots, record, model=model, extras=extras)
+            run = self._prepare_run(definition, args, roots, record, model=model, model_id=model_id, extras=extras)
             prompt: str | UserMessage = args.prompt
             if not args.resume:  # a resumed conversation already starts with the context: not twice
                 prompt = await opening_message(
@@ -231,7 +234,30 @@ class Subagents:
             resumed_from=args.resume,
             history=history,
             owner=principal,
+            model=model_id,
+            price=self.prices.table().price(model_id),
+            budget=self._budget(definition),
         )
+
+    def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:
+        return resolve_model_id(
+            task_model=args.model,
+            definition_model=definition.model,
+            default_model=self.settings.model,
+            provider=self.provider_name,
+        )
+
+    def _budget(self, definition: AgentDefinition) -> TaskBudget | None:
+        """The lower of `--max-budget-usd` and the agent's `maxBudgetUsd`, and where it was set."""
+        candidates = [
+            TaskBudget(usd=usd, source=source)
+            for usd, source in (
+                (self.settings.max_budget_usd, "--max-budget-usd"),
+                (definition.max_budget_usd, f"maxBudgetUsd of agent {definition.name}"),
+            )
+            if usd is not None
+        ]
+        return min(candidates, key=lambda budget: budget.usd, default=None)
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
@@ -249,6 +275,7 @@ class Subagents:
         record: TaskRecord,
         *,
         model: Model,
+        model_id: str,
         extras: AgentExtras,
     ) -> AgentRun:
         from .agent_setup import model_settings
@@ -263,12 +290,6 @@ class Subagents:
         for name in unknown:
             self._warn_once(f"agent {definition.name} lists tool {name}, {_missing_tool_reason(name)}; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
-        model_id = resolve_model_id(
-            task_model=args.model,
-            definition_model=definition.model,
-            default_model=self.settings.model,
-            provider=provider,
-        )
         profile = model_profile(model_id)
         chosen = model_settings(
             profile,

@@ -74,6 +74,8 @@ class Settings:
     trust_client_roots: bool = False
     tls_cert: Path | None = None
     tls_key: Path | None = None
+    max_budget_usd: float | None = None
+    """USD one task may spend on its model's tokens; an agent's `maxBudgetUsd` can only lower it."""
 
     @property
     def working_directory(self) -> Path:
@@ -132,6 +134,13 @@ def _non_negative_seconds(raw: str) -> float:
     value = float(raw)
     if value < 0:
         raise ValueError(f"must be 0 or a positive number of seconds, got {raw}")
+    return value
+
+
+def _usd(raw: str) -> float:
+    value = float(raw)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive amount of USD, got {raw}")
     return value
 
 
@@ -249,6 +258,12 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     ),
     _Option(
         "--log-level", "log_level", "stderr log level (default: INFO)", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    ),
+    _Option(
+        "--max-budget-usd",
+        "max_budget_usd",
+        "USD one task may spend on tokens; it ends with an error when spent, warns at 80%% (default: no limit)",
+        _usd,
     ),
 )
 

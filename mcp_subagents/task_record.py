@@ -14,13 +14,35 @@ from .loop import RunEvent, RunResult
 from .messages import Usage
 from .outcome import FINISHED_STATES, TaskOutcome
 from .permissions.asking import Asker, Denial, OpenQuestions
+from .pricing import ModelPrice
 from .principals import LOCAL_PRINCIPAL
 from .tools.base import ProcessGroups
 from .transcripts import TranscriptWriter
 
 TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
 
-Listener = Callable[[RunEvent], Awaitable[None]]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskBudget:
+    usd: float
+    source: str
+    """Where it was set, as the person would look for it: `--max-budget-usd`, `maxBudgetUsd of agent X`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetWarning:
+    """The task has spent most of its budget (`BUDGET_WARNING_SHARE`); it goes on until the budget is spent."""
+
+    turn: int
+    spent_usd: float
+    budget: TaskBudget
+
+
+BUDGET_WARNING_SHARE = 0.8
+
+TaskEvent: TypeAlias = RunEvent | BudgetWarning
+"""What a task's listeners receive: the run's own events and the task manager's notices."""
+Listener = Callable[[TaskEvent], Awaitable[None]]
 Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
 """Runs the subagent for a record, feeding every loop event to the listener."""
 
@@ -43,6 +65,9 @@ class TaskProgress:
     usage: Usage = field(default_factory=Usage)
     started_at: float | None = None
     last_activity: float = field(default_factory=time.monotonic)
+    budget_warned: bool = False
+    denials_written: int = 0
+    """How many of the run's denials the transcript holds already."""
 
     def elapsed(self) -> float:
         return 0.0 if self.started_at is None else time.monotonic() - self.started_at
@@ -78,6 +103,11 @@ class TaskRecord:
     resumed_from: str | None = None
     owner: str = LOCAL_PRINCIPAL
     """The principal that started the task; only it can read, stop or resume it."""
+    model: str = ""
+    """The model id the task runs on ("" when not known, as for tasks of an earlier process)."""
+    price: ModelPrice | None = None
+    """The model's price; None when it has none, and then the task reports tokens only."""
+    budget: TaskBudget | None = None
     state: TaskState = "queued"
     progress: TaskProgress = field(default_factory=TaskProgress)
     outcome: TaskOutcome | None = None
@@ -98,3 +128,9 @@ class TaskRecord:
     @property
     def is_error(self) -> bool:
         return self.outcome is not None and self.outcome.is_error
+
+    def cost_usd(self) -> float | None:
+        """What the task has spent so far (or in all, once finished); None without a price."""
+        if self.outcome is not None and self.outcome.counts is not None:
+            return self.outcome.counts.cost_usd
+        return None if self.price is None else self.price.cost(self.progress.usage)

@@ -4,6 +4,7 @@ and recovery after a restart."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import secrets
 import time
@@ -15,15 +16,25 @@ from pathlib import Path
 import anyio
 from anyio.abc import TaskGroup
 
-from .errors import SubagentsError, TaskNotFoundError
-from .loop import Compacted, MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
+from .errors import BudgetExceededError, SubagentsError, TaskNotFoundError
+from .loop import Compacted, MessageAppended, ModelResponded, RunResult, ToolFinished, ToolStarted, TurnStarted
 from .messages import Message
 from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
 from .permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
+from .pricing import ModelPrice
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
-from .render import describe_event, outcome_text
-from .task_record import Job, Listener, TaskLimits, TaskRecord
+from .render import budget_warning_text, describe_event, outcome_text
+from .task_record import (
+    BUDGET_WARNING_SHARE,
+    BudgetWarning,
+    Job,
+    Listener,
+    TaskBudget,
+    TaskEvent,
+    TaskLimits,
+    TaskRecord,
+)
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
@@ -54,6 +65,8 @@ class TaskManager:
         self._queue: list[str] = []
         self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
         self._group: TaskGroup | None = None
+        self.control_name: str | None = None
+        """The name of this process's control channel under the state directory, written into each header."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[TaskManager]:
@@ -158,6 +171,9 @@ class TaskManager:
         resumed_from: str | None = None,
         history: Sequence[Message] = (),
         owner: str = LOCAL_PRINCIPAL,
+        model: str = "",
+        price: ModelPrice | None = None,
+        budget: TaskBudget | None = None,
     ) -> TaskRecord:
         if self._group is None:
             raise SubagentsError("The task manager is not running")
@@ -171,6 +187,9 @@ class TaskManager:
             transcript=TranscriptWriter(self.transcript_path(task_id), self._redact),
             resumed_from=resumed_from,
             owner=owner,
+            model=model,
+            price=price,
+            budget=budget,
         )
         header = TranscriptHeader(
             task_id=task_id,
@@ -179,12 +198,20 @@ class TaskManager:
             created=record.created,
             resumed_from=resumed_from,
             owner=owner,
+            model=model,
+            budget_usd=budget.usd if budget else None,
+            pid=os.getpid(),
+            control=self.control_name,
         )
         record.transcript.header(header)
         for message in history:
             record.transcript.message(message)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
         record.output_path.write_text(f"[task {task_id}] {agent}: {description}{resumed}\n", encoding="utf-8")
+        if budget is not None and price is None:
+            note = f"[budget] {model or 'this model'} has no price, so the budget of ${budget.usd:g} cannot stop it"
+            self._append_output(record, note + "\n")
+            logger.warning("task %s: %s", task_id, note.removeprefix("[budget] "))
         self._records[task_id] = record
         self._queue.append(task_id)
         self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
@@ -286,6 +313,7 @@ class TaskManager:
                     self._queue.remove(record.id)
                     record.state = "running"
                     record.progress.started_at = record.progress.last_activity = time.monotonic()
+                    self._write_transcript(record.transcript.running)
                     outcome = await self._run_with_limits(record, job)
         finally:
             self._finish(record, outcome or self._cancelled(record))
@@ -306,22 +334,33 @@ class TaskManager:
             return self._timed_out(record, "idle", self.limits.idle_timeout)
         return self._timed_out(record, "wall_clock", self.limits.task_timeout)
 
-    async def _on_event(self, record: TaskRecord, event: RunEvent) -> None:
+    async def _on_event(self, record: TaskRecord, event: TaskEvent) -> None:
         progress = record.progress
         progress.last_activity = time.monotonic()
         if record.idle is not None and not record.resources.asking:
             record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+        spent = False
         if isinstance(event, TurnStarted):
             progress.turn, progress.max_turns = event.turn, event.max_turns
         elif isinstance(event, ModelResponded):
             progress.usage += event.usage
+            spent = True
         elif isinstance(event, ToolStarted):
             progress.tool_uses += 1
+        elif isinstance(event, ToolFinished):
+            self._record_new_denials(record)
         elif isinstance(event, MessageAppended):
             self._write_transcript(record.transcript.message, event.message)
         elif isinstance(event, Compacted):
             progress.usage += event.usage
             self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
+            spent = True
+        elif isinstance(event, BudgetWarning):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._write_transcript(record.transcript.notice, "budget_warning", budget_warning_text(event))
+        if spent:
+            self._write_transcript(
+                record.transcript.usage, turn=progress.turn, usage=progress.usage, cost_usd=record.cost_usd()
+            )
         line = describe_event(event)
         if line:
             self._append_output(record, line)
@@ -330,18 +369,51 @@ class TaskManager:
                 await listener(event)
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
+        if spent:
+            await self._check_budget(record)
+
+    async def _check_budget(self, record: TaskRecord) -> None:
+        """End the task once it has spent its budget; warn once when it passes most of it.
+
+        Raises:
+            BudgetExceededError: the task spent its budget (the loop stops with it, before the next request).
+        """
+        budget, spent = record.budget, record.cost_usd()
+        if budget is None or spent is None:
+            return
+        if spent >= budget.usd:
+            raise BudgetExceededError(budget_usd=budget.usd, spent_usd=spent, source=budget.source)
+        if spent >= budget.usd * BUDGET_WARNING_SHARE and not record.progress.budget_warned:
+            record.progress.budget_warned = True
+            await self._on_event(record, BudgetWarning(turn=record.progress.turn, spent_usd=spent, budget=budget))
+
+    def _record_new_denials(self, record: TaskRecord) -> None:
+        """Denials are collected by the permission gate; each new one also goes into the transcript, as it happens."""
+        denials = record.resources.denials
+        for denial in denials[record.progress.denials_written :]:
+            self._write_transcript(record.transcript.denial, denial)
+        record.progress.denials_written = len(denials)
 
     # ---- how a task ends --------------------------------------------------------------------------------------------
 
     def _counts(self, record: TaskRecord) -> RunCounts:
         progress = record.progress
         return RunCounts(
-            turns=progress.turn, tool_uses=progress.tool_uses, usage=progress.usage, duration_s=progress.elapsed()
+            turns=progress.turn,
+            tool_uses=progress.tool_uses,
+            usage=progress.usage,
+            duration_s=progress.elapsed(),
+            cost_usd=record.cost_usd(),
         )
 
     def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
+        cost = None if record.price is None else record.price.cost(result.usage)
         counts = RunCounts(
-            turns=result.turns, tool_uses=result.tool_uses, usage=result.usage, duration_s=result.duration_s
+            turns=result.turns,
+            tool_uses=result.tool_uses,
+            usage=result.usage,
+            duration_s=result.duration_s,
+            cost_usd=cost,
         )
         return TaskOutcome(
             state="completed",
@@ -352,6 +424,15 @@ class TaskManager:
         )
 
     def _failed(self, record: TaskRecord, exc: Exception) -> TaskOutcome:
+        if isinstance(exc, BudgetExceededError):
+            return TaskOutcome(
+                state="failed",
+                counts=self._counts(record),
+                failure="budget",
+                budget_usd=exc.budget_usd,
+                budget_source=exc.source,
+                denials=tuple(record.resources.denials),
+            )
         message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, SubagentsError):
             logger.error("task %s crashed", record.id, exc_info=exc)
@@ -390,9 +471,9 @@ class TaskManager:
         record.done.set()
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
-    def _write_transcript(self, write: Callable[..., None], *args: object) -> None:
+    def _write_transcript(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:
         try:
-            write(*args)
+            write(*args, **kwargs)
         except OSError:
             logger.warning("could not write a transcript line", exc_info=True)
 

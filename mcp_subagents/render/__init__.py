@@ -14,13 +14,16 @@ from .envelopes import (
     task_error,
     task_result,
     truncate,
+    usd_value,
 )
 from .questions import permission_message
 from .status import (
     already_finished_text,
+    budget_warning_text,
     describe_event,
     handover_text,
     launched_text,
+    progress_text,
     stale_answer_text,
     status_text,
     stop_pending_text,
@@ -33,6 +36,7 @@ __all__ = [
     "AgentLine",
     "RunStats",
     "already_finished_text",
+    "budget_warning_text",
     "denial_notes",
     "describe_event",
     "escape_attribute",
@@ -41,6 +45,7 @@ __all__ = [
     "launched_text",
     "outcome_text",
     "permission_message",
+    "progress_text",
     "stale_answer_text",
     "status_text",
     "stop_pending_text",
@@ -49,4 +54,5 @@ __all__ = [
     "task_error",
     "task_result",
     "truncate",
+    "usd_value",
 ]

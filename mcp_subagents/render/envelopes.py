@@ -30,15 +30,22 @@ class RunStats:
     tool_uses: int
     usage: Usage
     duration_s: float
+    cost_usd: float | None = None
+
+
+def usd_value(cost: float) -> str:
+    """A cost for machines and models: plain decimal USD, six places at most, no exponent."""
+    return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
 
 
 def usage_line(stats: RunStats) -> str:
     u = stats.usage
+    cost = "" if stats.cost_usd is None else f"cost_usd: {usd_value(stats.cost_usd)}; "
     return (
         f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
         f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
         f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
-        f"duration_ms: {round(stats.duration_s * 1000)}</usage>"
+        f"{cost}duration_ms: {round(stats.duration_s * 1000)}</usage>"
     )
 
 
@@ -90,6 +97,12 @@ def failure_message(outcome: TaskOutcome) -> str:
             return f"Task exceeded its time limit of {outcome.limit_s:g} s"
         case "idle":
             return f"Task made no progress (no model reply or tool result) for {outcome.limit_s:g} s"
+        case "budget":
+            spent = outcome.counts.cost_usd if outcome.counts and outcome.counts.cost_usd is not None else 0.0
+            return (
+                f"Task stopped at its budget: it spent ${usd_value(spent)} of the ${outcome.budget_usd:g} allowed "
+                f"by {outcome.budget_source}. Raise the budget and continue it with Task resume, or narrow the task."
+            )
         case _:
             return outcome.error
 
@@ -124,6 +137,7 @@ def _stats(task_id: str, counts: RunCounts) -> RunStats:
         tool_uses=counts.tool_uses,
         usage=counts.usage,
         duration_s=counts.duration_s,
+        cost_usd=counts.cost_usd,
     )
 
 
