@@ -76,7 +76,9 @@ def build_server(app: Subagents) -> SubagentsServer:
     async def list_tools(
         _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=_tools(app))
+        tools = _tools(app)
+        app.warm_up()
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
         arguments = dict(params.arguments or {})

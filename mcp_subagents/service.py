@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+from anyio.abc import TaskGroup
 
 from .definitions import (
     AgentDefinition,
@@ -43,6 +45,27 @@ if TYPE_CHECKING:
     from .permissions.policy import PermissionPolicy
 
 logger = logging.getLogger(__name__)
+
+
+FIRST_RUN_MODULES = (
+    "jsonschema",
+    "mcp_subagents.agent_setup",
+    "mcp_subagents.permissions",
+    "mcp_subagents.permissions.gate",
+    "mcp_subagents.tools.shell",
+    "mcp_subagents.project_context",
+    "httpcore2",  # the provider SDKs' HTTP transport, which their client imports only at its first request
+)
+"""What the first Task imports besides the provider SDK and the tools (kept off the start-up path, loaded by the
+warm-up)."""
+
+
+def _import_all(names: Sequence[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a transport another version of the SDK does not use
+            continue
 
 
 def definition_sources(settings: Settings) -> DefinitionSources:
@@ -135,13 +158,20 @@ class Subagents:
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._warned: set[str] = set()
         self.prices = PriceFiles(settings.settings_file, settings.policy_file)
+        self._background: TaskGroup | None = None
+        self._warming = False
+        self.model_ready = anyio.Event()
+        """Set once the model provider is built (by the warm-up or by the first Task)."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
-        async with self.tasks.running():
+        async with self.tasks.running(), anyio.create_task_group() as background:
+            self._background = background
             try:
                 yield self
             finally:
+                self._background = None
+                background.cancel_scope.cancel()
                 close = getattr(self._model, "aclose", None)
                 if close is not None:
                     with anyio.CancelScope(shield=True):
@@ -163,12 +193,30 @@ class Subagents:
             raise UnknownAgentError(name, list(catalog.names()))
         return definition
 
+    def warm_up(self) -> None:
+        """Build the model provider in the background, once: importing its SDK takes seconds, and a Task that comes
+        a little after start-up should not wait for it. Called after the host first lists the tools, so start-up
+        itself stays quick."""
+        if self._warming or self._model is not None or self._provider is None or self._background is None:
+            return
+        self._warming = True
+        self._background.start_soon(self._warm_model, name="provider warm-up")
+
+    async def _warm_model(self) -> None:
+        try:
+            await self.model()
+            await anyio.to_thread.run_sync(_import_all, FIRST_RUN_MODULES, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(lambda: self.tools, abandon_on_cancel=True)
+        except Exception:  # the first Task meets the same problem again and reports it
+            logger.debug("building the model provider ahead of the first Task failed", exc_info=True)
+
     async def model(self) -> Model:
         async with self._model_lock:
             if self._model is None:
                 self._model = await create_model(
                     self._provider, deadline=self.settings.model_deadline, max_retries=self.settings.max_retries
                 )
+                self.model_ready.set()
             return self._model
 
     def launch(

@@ -169,6 +169,10 @@ class SdkAdapter(ABC, Generic[ClientT]):
         """The environment variable the key came from, named when the provider rejects it."""
         return self._key_variable
 
+    def open(self) -> None:
+        """Build the SDK client now rather than at the first request (it takes tens of milliseconds)."""
+        self._client_for_request()
+
     def _client_for_request(self) -> ClientT:
         if self._client is None:
             self._client = self._open_client()
