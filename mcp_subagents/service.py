@@ -167,6 +167,7 @@ class Subagents:
     async def running(self) -> AsyncGenerator[Subagents]:
         async with self.tasks.running(), anyio.create_task_group() as background:
             self._background = background
+            self._open_control_channel(background)
             try:
                 yield self
             finally:
@@ -192,6 +193,19 @@ class Subagents:
         if definition is None:
             raise UnknownAgentError(name, list(catalog.names()))
         return definition
+
+    def _open_control_channel(self, group: TaskGroup) -> None:
+        """Let `mcp-subagents tasks stop` and the dashboard stop this process's tasks."""
+        from .control import ControlChannel
+
+        channel = ControlChannel(self.settings.state_dir, self.tasks.stop_own)
+        try:
+            channel.open()
+        except OSError as exc:
+            logger.warning("no control channel in %s (%s): tasks stop cannot reach this server", channel.path, exc)
+            return
+        self.tasks.control_name = channel.name
+        group.start_soon(channel.serve, name="control channel")
 
     def warm_up(self) -> None:
         """Build the model provider in the background, once: importing its SDK takes seconds, and a Task that comes

@@ -235,6 +235,14 @@ class TaskManager:
             self._cancel(record, "stopped")
         return record
 
+    def stop_own(self, task_id: str) -> bool:
+        """Stop `task_id` if this process runs it (a request from outside: `tasks stop`, the dashboard)."""
+        record = self._records.get(task_id)
+        if record is None or record.finished:
+            return False
+        self._cancel(record, "stopped")
+        return True
+
     def _cancel(self, record: TaskRecord, why: str) -> None:
         record.stop_requested = why
         record.scope.cancel()
@@ -270,6 +278,16 @@ class TaskManager:
             resources.listeners.remove(listener)
             if not attachment.kept and resources.asker is asker:
                 resources.asker = None
+
+    @contextmanager
+    def watch(self, record: TaskRecord, listener: Listener) -> Generator[None]:
+        """While the block runs, `listener` receives the run's events (a terminal's status line); it answers no
+        questions."""
+        record.resources.listeners.append(listener)
+        try:
+            yield
+        finally:
+            record.resources.listeners.remove(listener)
 
     async def ask(self, record: TaskRecord, question: PermissionQuestion) -> Answer:
         """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`."""

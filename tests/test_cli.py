@@ -93,10 +93,13 @@ def test_validate_reports_problems_and_exits_1(tmp_path: Path) -> None:
     assert "Teleport" in joined and "flavour" in joined and "sonet" in joined
 
 
-def test_run_without_a_provider_prints_the_task_error(tmp_path: Path) -> None:
+def test_run_without_a_provider_says_so(tmp_path: Path) -> None:
     result = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), home=tmp_path)
-    assert result.returncode == 1
-    assert result.stdout.startswith('<task_error agent="Explore">No model provider is configured')
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("mcp-subagents: No model provider is configured")
+    raw = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), "--raw", home=tmp_path)
+    assert raw.returncode == 1
+    assert raw.stdout.startswith('<task_error agent="Explore">No model provider is configured')
 
 
 def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path) -> None:

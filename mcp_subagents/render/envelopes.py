@@ -5,11 +5,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from ..messages import Usage
 from ..outcome import RunCounts, TaskOutcome
 from ..permissions.asking import Denial
-from ..task_record import TaskRecord
+
+
+class TaskIdentity(Protocol):
+    """What a result names of its task: a live `TaskRecord`, or a task read back from the state directory."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def output_path(self) -> Path: ...
+    @property
+    def resumed_from(self) -> str | None: ...
+
 
 _OWN_TAG = re.compile(r"<(?=/?\s*(?:task_result|task_error|usage)\b)", re.IGNORECASE)
 
@@ -77,7 +92,7 @@ def denial_notes(denials: Iterable[Denial]) -> list[str]:
     return [f"[Permission denied for {len(lines)} tool call(s):\n" + "\n".join(lines) + "]"]
 
 
-def stopped_message(record: TaskRecord, counts: RunCounts | None) -> str:
+def stopped_message(record: TaskIdentity, counts: RunCounts | None) -> str:
     turns, tool_uses = (counts.turns, counts.tool_uses) if counts else (0, 0)
     return (
         f"Task {record.id} was stopped after {turns} turn(s) and {tool_uses} tool use(s). "
@@ -107,7 +122,7 @@ def failure_message(outcome: TaskOutcome) -> str:
             return outcome.error
 
 
-def outcome_text(record: TaskRecord, outcome: TaskOutcome, *, max_chars: int | None) -> str:
+def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int | None) -> str:
     """The result the host gets for a finished task; `max_chars` cuts the agent's text (None: never cut)."""
     if outcome.rendered is not None:
         return outcome.rendered
@@ -141,7 +156,7 @@ def _stats(task_id: str, counts: RunCounts) -> RunStats:
     )
 
 
-def _completion_notes(record: TaskRecord, outcome: TaskOutcome) -> list[str]:
+def _completion_notes(record: TaskIdentity, outcome: TaskOutcome) -> list[str]:
     notes: list[str] = []
     if record.resumed_from:
         notes.append(f"[Resumed task {record.resumed_from}.]")
