@@ -66,6 +66,8 @@ class TaskProgress:
     started_at: float | None = None
     last_activity: float = field(default_factory=time.monotonic)
     budget_warned: bool = False
+    current_tools: list[str] = field(default_factory=lambda: [])
+    """Tools running right now (several read-only ones may run at once)."""
     denials_written: int = 0
     """How many of the run's denials the transcript holds already."""
 

@@ -235,6 +235,11 @@ class TaskManager:
             self._cancel(record, "stopped")
         return record
 
+    def tasks_of(self, principal: str) -> list[TaskRecord]:
+        """The tasks `principal` started in this process, newest first."""
+        owned = [record for record in self._records.values() if record.owner == principal]
+        return sorted(owned, key=lambda record: record.created, reverse=True)
+
     def stop_own(self, task_id: str) -> bool:
         """Stop `task_id` if this process runs it (a request from outside: `tasks stop`, the dashboard)."""
         record = self._records.get(task_id)
@@ -360,12 +365,16 @@ class TaskManager:
         spent = False
         if isinstance(event, TurnStarted):
             progress.turn, progress.max_turns = event.turn, event.max_turns
+            progress.current_tools.clear()
         elif isinstance(event, ModelResponded):
             progress.usage += event.usage
             spent = True
         elif isinstance(event, ToolStarted):
             progress.tool_uses += 1
+            progress.current_tools.append(event.call.name)
         elif isinstance(event, ToolFinished):
+            if event.call.name in progress.current_tools:
+                progress.current_tools.remove(event.call.name)
             self._record_new_denials(record)
         elif isinstance(event, MessageAppended):
             self._write_transcript(record.transcript.message, event.message)
