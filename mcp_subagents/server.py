@@ -90,8 +90,9 @@ def build_server(app: Subagents) -> SubagentsServer:
     async def list_tools(
         ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = _tools(app)
-        if client_supports_apps(ctx):
+        apps = client_supports_apps(ctx)
+        tools = _tools(app, apps=apps)
+        if apps:
             tools.append(_task_list_tool())
         app.warm_up()
         return types.ListToolsResult(tools=tools)
@@ -163,7 +164,9 @@ def build_server(app: Subagents) -> SubagentsServer:
     return server
 
 
-def _tools(app: Subagents) -> list[types.Tool]:
+def _tools(app: Subagents, *, apps: bool = False) -> list[types.Tool]:
+    """The three tools; for a host with MCP Apps, Task and TaskOutput name the live task view."""
+    view = ui_meta() if apps else {}
     catalog = app.catalog()
     lines = [AgentLine(d.name, d.description, tools_summary(d)) for d in catalog.agents.values()]
     result_size = min(CLAUDE_CODE_RESULT_CAP, app.settings.max_result_chars + RESULT_ENVELOPE_ALLOWANCE)
@@ -173,14 +176,14 @@ def _tools(app: Subagents) -> list[types.Tool]:
             description=task_description(lines),
             input_schema=task_schema(list(catalog.names())),
             annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
-            _meta={ALWAYS_LOAD: True, MAX_RESULT_SIZE: result_size, **ui_meta()},
+            _meta={ALWAYS_LOAD: True, MAX_RESULT_SIZE: result_size, **view},
         ),
         types.Tool(
             name="TaskOutput",
             description=TASK_OUTPUT_DESCRIPTION,
             input_schema=TASK_OUTPUT_SCHEMA,
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-            _meta={MAX_RESULT_SIZE: result_size, **ui_meta()},
+            _meta={MAX_RESULT_SIZE: result_size, **view},
         ),
         types.Tool(
             name="TaskStop",

@@ -51,7 +51,9 @@ async def test_the_view_resource_and_the_tools_ui_meta(tmp_path: Path, mode: str
 async def test_hosts_without_the_extension_see_three_tools_and_text(tmp_path: Path, mode: str) -> None:
     async with running_app(make_settings(tmp_path), model=FunctionModel(lambda _r: text("done"))) as app:
         async with Client(build_server(app), mode=mode) as client:  # pyright: ignore[reportArgumentType]
-            assert [tool.name for tool in (await client.list_tools()).tools] == ["Task", "TaskOutput", "TaskStop"]
+            tools = (await client.list_tools()).tools
+            assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]
+            assert all("ui" not in (tool.meta or {}) for tool in tools)
             await client.call_tool("Task", {"description": "count", "prompt": "p", "subagent_type": "general-purpose"})
             listing = await client.call_tool("TaskList", {})
     assert not listing.is_error
