@@ -1,4 +1,4 @@
-"""The `mcp-subagents` command: serve | run | agents list | agents validate | tasks list/show/tail/stop."""
+"""The `mcp-subagents` command: serve | run | agents list/validate | tasks list/show/tail/stop | dashboard."""
 
 from __future__ import annotations
 
@@ -57,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     validate = agent_commands.add_parser("validate", help="check agent files or folders; exit 1 if any has a problem")
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
 
+    dashboard = commands.add_parser(
+        "dashboard", help="the browser dashboard of a state directory, on 127.0.0.1 (every task, live)"
+    )
+    dashboard.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: 0, any free port)")
+    add_options(dashboard, SOURCE_OPTIONS)
+    add_options(dashboard, RUN_OPTIONS)
+
     tasks = commands.add_parser("tasks", help="list, show, follow or stop the tasks of a state directory")
     task_commands = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
@@ -109,6 +116,10 @@ def _main(argv: Sequence[str] | None) -> None:
             _list_agents(settings, as_json=namespace.json)
         case "agents":
             raise SystemExit(_validate(namespace.paths))
+        case "dashboard":
+            from .dashboard_command import dashboard_command
+
+            raise SystemExit(dashboard_command(settings, namespace.port))
         case "tasks":
             from .tasks_cli import tasks_command
 
@@ -140,6 +151,10 @@ def _serve(settings: Settings) -> None:
             if settings.watch_interval > 0:
                 watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
                 group.start_soon(watch)
+            if settings.dashboard:
+                from .dashboard_command import serve_dashboard
+
+                group.start_soon(serve_dashboard, app, settings.dashboard_port)
             await serve(server, settings, listener, stdin=lines)
             group.cancel_scope.cancel()
 

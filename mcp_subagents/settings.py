@@ -76,6 +76,9 @@ class Settings:
     tls_key: Path | None = None
     max_budget_usd: float | None = None
     """USD one task may spend on its model's tokens; an agent's `maxBudgetUsd` can only lower it."""
+    dashboard: bool = False
+    """Serve the browser dashboard next to the MCP server (on 127.0.0.1)."""
+    dashboard_port: int = 0
 
     @property
     def working_directory(self) -> Path:
@@ -319,6 +322,14 @@ SERVE_OPTIONS: tuple[_Option, ...] = (
     ),
     _Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", _path),
     _Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", _path),
+    _Option(
+        "--dashboard",
+        "dashboard",
+        "also serve the browser dashboard on 127.0.0.1 (its address, with a secret, goes to stderr)",
+        _boolean,
+        switch=True,
+    ),
+    _Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", _port),
 )
 
 

@@ -142,6 +142,8 @@ class TaskManager:
                 summary = read_summary(path)
                 if summary is None or summary.header.created >= started:  # this process's own tasks
                     continue
+                if _runs_elsewhere(summary.header.pid):  # another live server on this state directory runs it
+                    continue
                 if summary.outcome is None:
                     TranscriptWriter(path, self._redact).finished(TaskOutcome(state="interrupted"))
                     closed.append(summary.header.task_id)
@@ -510,3 +512,15 @@ class TaskManager:
                 out.write(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
+
+
+def _runs_elsewhere(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
