@@ -89,7 +89,9 @@ class TaskCalls:
         if ctx.request is not None and not app.settings.trust_client_roots:  # over HTTP: see root_policy
             roots = confine_roots(roots, areas=(app.settings.working_directory, *app.settings.allowed_roots))
         try:
-            record = app.launch(args, catalog=catalog, roots=roots, principal=principal_of(ctx.request))
+            record = app.launch(
+                args, catalog=catalog, roots=roots, principal=principal_of(ctx.request), trace_meta=params.meta
+            )
         except ProviderNotConfiguredError as exc:
             return _text(task_error(args.subagent_type, exc.message), is_error=True)
         if record.background:

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -24,7 +24,7 @@ from .definitions import (
     tool_base_name,
 )
 from .definitions.validate import NEVER_GRANTED
-from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message, UserMessage
 from .models.base import Model
@@ -34,7 +34,7 @@ from .permissions.asking import Asker, Denial
 from .pricing import PriceFiles
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
-from .task_record import Listener, TaskBudget, TaskLimits, TaskRecord
+from .task_record import Listener, TaskBudget, TaskLimits, TaskObserver, TaskRecord
 from .tasks import TaskManager
 from .tools import Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
@@ -138,7 +138,16 @@ def permission_gate(policy: PermissionPolicy, *, agent: str, ask: Asker, denials
 
 
 class Subagents:
-    def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: Model | None = None,
+        environ: Mapping[str, str] | None = None,
+        tracer_provider: Any = None,
+    ):
+        """`tracer_provider` (an OpenTelemetry `TracerProvider`) turns traces on, as `--otel` does with the
+        process's provider."""
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
         self.loader = CatalogLoader(definition_sources(settings))
@@ -162,6 +171,15 @@ class Subagents:
         self._warming = False
         self.model_ready = anyio.Event()
         """Set once the model provider is built (by the warm-up or by the first Task)."""
+        if settings.otel or tracer_provider is not None:
+            self.tasks.observer = self._task_tracer(tracer_provider)
+
+    def _task_tracer(self, provider: Any) -> TaskObserver:
+        try:
+            from .telemetry import TaskTracer, install_tracer_provider
+        except ImportError:
+            raise ConfigError("--otel needs the OpenTelemetry SDK: pip install 'mcp-subagents[otel]'") from None
+        return TaskTracer(provider or install_tracer_provider(), provider_name=self.provider_name)
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -240,6 +258,7 @@ class Subagents:
         catalog: Catalog | None = None,
         roots: tuple[Path, ...] = (),
         principal: str = LOCAL_PRINCIPAL,
+        trace_meta: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
 
@@ -299,6 +318,7 @@ class Subagents:
             model=model_id,
             price=self.prices.table().price(model_id),
             budget=self._budget(definition),
+            trace_meta=trace_meta,
         )
 
     def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:

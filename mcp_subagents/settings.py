@@ -76,6 +76,8 @@ class Settings:
     tls_key: Path | None = None
     max_budget_usd: float | None = None
     """USD one task may spend on its model's tokens; an agent's `maxBudgetUsd` can only lower it."""
+    otel: bool = False
+    """OpenTelemetry traces of tasks, model requests and tool calls (the `otel` extra)."""
     dashboard: bool = False
     """Serve the browser dashboard next to the MCP server (on 127.0.0.1)."""
     dashboard_port: int = 0
@@ -261,6 +263,13 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     ),
     _Option(
         "--log-level", "log_level", "stderr log level (default: INFO)", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    ),
+    _Option(
+        "--otel",
+        "otel",
+        "send OpenTelemetry traces (GenAI conventions) where the OTEL_* variables say; needs the otel extra",
+        _boolean,
+        switch=True,
     ),
     _Option(
         "--max-budget-usd",

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import anyio
 
@@ -45,6 +45,13 @@ TaskEvent: TypeAlias = RunEvent | BudgetWarning
 Listener = Callable[[TaskEvent], Awaitable[None]]
 Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
 """Runs the subagent for a record, feeding every loop event to the listener."""
+
+
+class TaskObserver(Protocol):
+    """Follows every task from start to end (OpenTelemetry traces)."""
+
+    def started(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> Listener: ...
+    def finished(self, record: TaskRecord, outcome: TaskOutcome) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +98,8 @@ class RunResources:
     """Questions waiting for an answer right now; the idle limit does not run while there are any."""
     questions: OpenQuestions = field(default_factory=OpenQuestions)
     """Questions held open for a 2026-era host, which answers them in its next call."""
+    telemetry: object | None = None
+    """The task's open spans, when traces are on (`telemetry.py`)."""
 
 
 @dataclass(eq=False, slots=True, kw_only=True)

@@ -8,10 +8,11 @@ import os
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -33,6 +34,7 @@ from .task_record import (
     TaskBudget,
     TaskEvent,
     TaskLimits,
+    TaskObserver,
     TaskRecord,
 )
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
@@ -67,6 +69,8 @@ class TaskManager:
         self._group: TaskGroup | None = None
         self.control_name: str | None = None
         """The name of this process's control channel under the state directory, written into each header."""
+        self.observer: TaskObserver | None = None
+        """Sees every task start and end (traces); None when nothing is watching."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[TaskManager]:
@@ -176,7 +180,10 @@ class TaskManager:
         model: str = "",
         price: ModelPrice | None = None,
         budget: TaskBudget | None = None,
+        trace_meta: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
+        """Queue a task. `trace_meta` is the launching request's `_meta`, whose `traceparent` the task's trace
+        joins."""
         if self._group is None:
             raise SubagentsError("The task manager is not running")
         task_id = self.new_id()
@@ -216,6 +223,8 @@ class TaskManager:
             logger.warning("task %s: %s", task_id, note.removeprefix("[budget] "))
         self._records[task_id] = record
         self._queue.append(task_id)
+        if self.observer is not None:
+            record.resources.listeners.append(self.observer.started(record, trace_meta))
         self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
         return record
 
@@ -497,6 +506,11 @@ class TaskManager:
             record.resources.processes.kill_all()
         self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
         self._write_transcript(record.transcript.finished, outcome)
+        if self.observer is not None:
+            try:
+                self.observer.finished(record, outcome)
+            except Exception:
+                logger.exception("the task observer failed; the task ends all the same")
         record.done.set()
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
