@@ -141,3 +141,44 @@ async def test_resume_from_the_dashboard_continues_the_conversation_for_its_owne
         assert resumed.resumed_from == first.id and resumed.agent == "Explore" and resumed.state == "completed"
         bad = await api.post(f"/api/tasks/{first.id}/resume", json={"prompt": "  "})
         assert bad.status_code == 400 and "prompt" in bad.json()["error"]
+
+
+@pytest.mark.parametrize("command", [["dashboard"], ["serve", "--dashboard"]])
+async def test_the_commands_print_the_secret_address_and_serve_the_state_directory(
+    tmp_path: Path, command: list[str]
+) -> None:
+    import os
+    import re
+    import signal
+    import sys
+
+    import httpx2 as httpx
+    from anyio.streams.buffered import BufferedByteReceiveStream
+
+    environ = {
+        "HOME": str(tmp_path),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
+        "MCP_SUBAGENTS_CWD": str(tmp_path),
+    }
+    process = await anyio.open_process([sys.executable, "-m", "mcp_subagents", *command], env=environ)
+    assert process.stderr is not None and process.stdin is not None
+    stderr = BufferedByteReceiveStream(process.stderr)
+    try:
+        with anyio.fail_after(30):
+            while True:
+                line = await stderr.receive_until(b"\n", 65536)
+                if found := re.search(rb"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", line):
+                    break
+        port, token = int(found.group(1)), found.group(2).decode()
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as api:
+            assert (await api.get("/api/tasks", headers={"X-Dashboard-Token": token})).json() == {"tasks": []}
+            assert (await api.get("/api/tasks")).status_code == 403
+    finally:
+        if command[0] == "serve":
+            await process.stdin.aclose()  # a stdio server ends with its input
+        else:
+            process.send_signal(signal.SIGINT)
+        with anyio.fail_after(20):
+            await process.wait()
+    assert process.returncode == 0

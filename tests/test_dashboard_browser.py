@@ -56,24 +56,29 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
     script = Script()
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     async with running_app(settings, model=FunctionModel(script)) as app, served_dashboard(app) as dashboard:
-        quick = app.launch(TaskArguments(description=f"summarise {XSS}", prompt="quick", subagent_type="Explore"))
+        plan = app.launch(TaskArguments(description="plan the parser rewrite", prompt="quick", subagent_type="Plan"))
         with anyio.fail_after(10):
-            await quick.done.wait()
+            await plan.done.wait()
         async with chromium_page(width=1200, height=760) as page:
             await page.goto(dashboard.access.url)
             assert dashboard.access.token not in page.url  # moved out of the address bar
-            await page.locator(f'tr[data-task-id="{quick.id}"]').wait_for(timeout=10_000)
+            await page.locator(f'tr[data-task-id="{plan.id}"]').wait_for(timeout=10_000)
 
             slow = app.launch(
-                TaskArguments(description="tidy the build", prompt="slow", subagent_type="general-purpose")
+                TaskArguments(
+                    description="tidy the build",
+                    prompt="Tidy the build and check the compiler flags.",
+                    subagent_type="general-purpose",
+                )
             )
             row = page.locator(f'tr[data-task-id="{slow.id}"]')
             await row.wait_for(timeout=10_000)  # appeared, live
             await row.locator(".state.running").wait_for(timeout=10_000)
             await row.locator("td.tool", has_text="").first.wait_for(timeout=10_000)
             if (path := screenshot_path("dashboard.png")) is not None:
-                await row.locator("td", has_text="1").first.wait_for(timeout=10_000)
+                await page.set_viewport_size({"width": 1200, "height": 200})
                 await page.screenshot(path=str(path))
+                await page.set_viewport_size({"width": 1200, "height": 760})
 
             await row.click()
             await page.locator(".item.assistant", has_text="Looking for the build files.").wait_for(timeout=10_000)
@@ -87,7 +92,7 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
             await page.locator(".chart .legend", has_text="2 model response(s)").wait_for(timeout=10_000)
             await page.locator(".fact", has_text="running now").wait_for(timeout=10_000)
             if (path := screenshot_path("dashboard-task.png")) is not None:
-                await page.screenshot(path=str(path), full_page=True)
+                await page.screenshot(path=str(path))
 
             await page.get_by_role("button", name="Stop").click()
             await page.locator("h1 .state.stopped").wait_for(timeout=10_000)
@@ -100,7 +105,8 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
             await page.locator(".item.end.completed", has_text="the build script is fine").wait_for(timeout=10_000)
             assert slow.id not in page.url
 
-            await page.goto(dashboard.access.url.split("?")[0] + "?token=" + dashboard.access.token)
+            quick = app.launch(TaskArguments(description=f"summarise {XSS}", prompt="quick", subagent_type="Explore"))
+            await page.goto(dashboard.access.url)
             quick_row = page.locator(f'tr[data-task-id="{quick.id}"]')
             await quick_row.click()
             await page.locator(".item.assistant", has_text="Summary of").wait_for(timeout=10_000)
