@@ -10,16 +10,19 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
-from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
+from mcp.server import ServerRequestContext
 
 from . import __version__
 from .pricing import format_usd
 from .render import failure_message
 from .task_record import TaskRecord
 
+# The values of `mcp.server.apps`, whose import pulls in the SDK's MCPServer tier (tens of ms at start-up).
+EXTENSION_ID = "io.modelcontextprotocol/ui"
+APP_MIME_TYPE = "text/html;profile=mcp-app"
 VIEW_URI = "ui://mcp-subagents/tasks.html"
 TASK_LIST = "TaskList"
 OUTPUT_LINES = 6
@@ -31,7 +34,24 @@ TASK_LIST_DESCRIPTION = (
 )
 TASK_LIST_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 
-__all__ = ["APP_MIME_TYPE", "EXTENSION_ID", "TASK_LIST", "VIEW_URI", "task_list_result", "view_html"]
+__all__ = [
+    "APP_MIME_TYPE",
+    "EXTENSION_ID",
+    "TASK_LIST",
+    "VIEW_URI",
+    "client_supports_apps",
+    "task_list_result",
+    "view_html",
+]
+
+
+def client_supports_apps(ctx: ServerRequestContext[Any]) -> bool:
+    """The host negotiated MCP Apps and renders `text/html;profile=mcp-app` (as `mcp.server.apps` decides it)."""
+    capabilities = ctx.session.client_capabilities
+    extensions = capabilities.extensions if capabilities is not None else None
+    settings: Any = extensions.get(EXTENSION_ID) if extensions else None
+    mime_types: Any = cast("dict[str, Any]", settings).get("mimeTypes") if isinstance(settings, dict) else None
+    return isinstance(mime_types, list | tuple) and APP_MIME_TYPE in mime_types
 
 
 @cache

@@ -7,7 +7,6 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
-from mcp.server.apps import client_supports_apps
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import ListenHandler
@@ -20,6 +19,7 @@ from .app_view import (
     TASK_LIST,
     TASK_LIST_DESCRIPTION,
     TASK_LIST_SCHEMA,
+    client_supports_apps,
     read_view,
     task_entry,
     task_list_result,

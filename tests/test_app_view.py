@@ -101,3 +101,9 @@ async def test_task_list_shows_this_principals_tasks_live_and_the_view_can_stop_
             (entry,) = (await client.call_tool("TaskList", {})).structured_content["tasks"]  # type: ignore[index]
             assert entry["state"] == "stopped" and entry["current_tools"] == []
         app.tasks.request_stop(someone_else.id)
+
+
+def test_our_constants_are_the_sdks() -> None:
+    from mcp.server import apps
+
+    assert (apps.EXTENSION_ID, apps.APP_MIME_TYPE) == (EXTENSION_ID, APP_MIME_TYPE)
