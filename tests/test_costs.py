@@ -201,10 +201,20 @@ def test_max_budget_usd_in_an_agent_file_is_parsed_and_a_bad_value_rejects_the_f
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_host_sees_the_cost_and_the_budget_error_over_mcp(tmp_path: Path, mode: str) -> None:
-    settings = replace(make_settings(tmp_path, model=SONNET_4_6), max_budget_usd=0.03)
-    async with connected(settings, mode=mode, model=ScriptedModel([turn(), turn()])) as client:
-        result = await client.call_tool("Task", {"description": "d", "prompt": "p", "subagent_type": "general-purpose"})
+    settings = replace(make_settings(tmp_path, model=SONNET_4_6), max_budget_usd=0.04)
+    progress: list[str] = []
+
+    async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    async with connected(settings, mode=mode, model=ScriptedModel([turn(), turn(), turn()])) as client:
+        result = await client.call_tool(
+            "Task",
+            {"description": "d", "prompt": "p", "subagent_type": "general-purpose"},
+            progress_callback=on_progress,
+        )
     text = text_of(result)
     assert result.is_error
-    assert "Task stopped at its budget: it spent $0.036 of the $0.03 allowed by --max-budget-usd" in text
-    assert "cost_usd: 0.036;" in text
+    assert "Task stopped at its budget: it spent $0.054 of the $0.04 allowed by --max-budget-usd" in text
+    assert "cost_usd: 0.054;" in text
+    assert "turn 2: budget: spent $0.036 of its $0.04 budget (90%, --max-budget-usd)" in " | ".join(progress)
