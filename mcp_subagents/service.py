@@ -238,9 +238,19 @@ class Subagents:
         try:
             await self.model()
             await anyio.to_thread.run_sync(_import_all, FIRST_RUN_MODULES, abandon_on_cancel=True)
-            await anyio.to_thread.run_sync(lambda: self.tools, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(self._build_run_types, abandon_on_cancel=True)
         except Exception:  # the first Task meets the same problem again and reports it
             logger.debug("building the model provider ahead of the first Task failed", exc_info=True)
+
+    def _build_run_types(self) -> None:
+        """What a first run builds lazily: the tools, their schemas and the transcript's message encoder."""
+        from .outcome import TaskOutcome, encode_outcome
+        from .transcripts import encode_message
+
+        for tool in self.tools.values():
+            tool.definition()
+        encode_message(UserMessage(content=""))
+        encode_outcome(TaskOutcome(state="completed"))
 
     async def model(self) -> Model:
         async with self._model_lock:

@@ -43,3 +43,24 @@ async def test_without_a_provider_listing_the_tools_starts_nothing(tmp_path: Pat
             await client.list_tools()
             await client.list_tools()
         assert not app.model_ready.is_set()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_building_the_provider_rehearses_offline_and_leaves_a_working_client(
+    fake: FakeLLM, provider: str
+) -> None:
+    from mcp_subagents.messages import UserMessage
+    from mcp_subagents.models.base import ModelRequest
+    from mcp_subagents.models.providers import ProviderConfig, create_model
+
+    base_url = fake.url if provider == "anthropic" else fake.url + "/v1"
+    model = await create_model(ProviderConfig(name=provider, api_key="sk-test-key", base_url=base_url), deadline=30)
+    assert fake.requests == []  # the rehearsal answered itself: nothing went out
+    fake.push(turn(text("real answer")))
+    response = await model.request(
+        ModelRequest(model="claude-sonnet-4-6", system="s", messages=(UserMessage(content="hi"),), tools=())
+    )
+    assert "real answer" in str(response.parts) and len(fake.requests) == 1
+    close = getattr(model, "aclose", None)
+    if close is not None:
+        await close()
