@@ -9,6 +9,7 @@ import sys
 import anyio
 
 from .dashboard import Dashboard, Resumer, open_socket
+from .errors import ConfigError
 from .service import Subagents, TaskArguments
 from .settings import Settings
 from .task_files import find_task
@@ -63,4 +64,7 @@ def dashboard_command(settings: Settings, port: int) -> int:
         anyio.run(main)
     except KeyboardInterrupt:
         print("mcp-subagents: dashboard stopped", file=sys.stderr)
+    except ConfigError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 2
     return 0
