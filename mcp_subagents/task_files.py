@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +74,8 @@ class TaskSnapshot:
             return self.outcome.counts.duration_s
         if self.started_at is None:
             return 0.0
-        return max(0.0, self.updated_at - self.started_at)
+        end = time.time() if self.state == "running" else self.updated_at  # a running task's clock keeps going
+        return max(0.0, end - self.started_at)
 
 
 def transcripts_dir(state_dir: Path) -> Path:
