@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .control import ControlError, request_stop
-from .dashboard_data import TranscriptFollower, state_signature, task_rows
+from .dashboard_data import TaskRows, TranscriptFollower, state_signature
 from .errors import SubagentsError
 from .pricing import PriceTable
 from .task_files import TaskLookupError, find_task, read_task
@@ -171,7 +171,7 @@ class Dashboard:
     async def _tasks(self, request: Request) -> Response:
         if not self._authorized(request):
             return _forbidden()
-        rows = await anyio.to_thread.run_sync(task_rows, self.state_dir, self._prices)
+        rows = await anyio.to_thread.run_sync(TaskRows(self.state_dir, self._prices).rows)
         return JSONResponse({"tasks": rows})
 
     async def _task(self, request: Request) -> Response:
@@ -194,12 +194,13 @@ class Dashboard:
 
     async def _task_list_events(self) -> AsyncIterator[str]:
         seen: tuple[tuple[str, int, int], ...] | None = None
+        listing = TaskRows(self.state_dir, self._prices)
         quiet = 0.0
         while True:
             signature = await anyio.to_thread.run_sync(state_signature, self.state_dir)
             if signature != seen:
                 seen = signature
-                rows = await anyio.to_thread.run_sync(task_rows, self.state_dir, self._prices)
+                rows = await anyio.to_thread.run_sync(listing.rows)
                 yield _event("tasks", {"tasks": rows})
                 quiet = 0.0
             elif quiet >= KEEPALIVE:

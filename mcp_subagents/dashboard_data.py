@@ -12,15 +12,41 @@ from typing import Any, cast
 from .outcome import decode_outcome
 from .pricing import PriceTable
 from .render import outcome_text
-from .task_files import TaskSnapshot, list_tasks, output_path, transcripts_dir
+from .task_files import TaskSnapshot, output_path, read_task, transcripts_dir
 from .tasks_cli import task_row
 
 MAX_RESULT_CHARS = 20_000
 """A tool result longer than this is cut in the page (the transcript file keeps all of it)."""
 
 
-def task_rows(state_dir: Path, prices: PriceTable) -> list[dict[str, Any]]:
-    return [task_row(snapshot) for snapshot in list_tasks(state_dir, prices)]
+class TaskRows:
+    """The task list, re-reading only the transcripts that changed since the last look (a finished task's file no
+    longer changes; an unfinished one is read again each time, since its process may have died)."""
+
+    def __init__(self, state_dir: Path, prices: PriceTable) -> None:
+        self._state_dir = state_dir
+        self._prices = prices
+        self._known: dict[Path, tuple[tuple[int, int], TaskSnapshot]] = {}
+
+    def rows(self) -> list[dict[str, Any]]:
+        folder = transcripts_dir(self._state_dir)
+        snapshots: list[TaskSnapshot] = []
+        seen: dict[Path, tuple[tuple[int, int], TaskSnapshot]] = {}
+        for path in folder.glob("*.jsonl") if folder.is_dir() else ():
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            stamp = (stat.st_size, stat.st_mtime_ns)
+            known = self._known.get(path)
+            snapshot = known[1] if known is not None and known[0] == stamp and known[1].finished else None
+            snapshot = snapshot or read_task(path, self._prices)
+            if snapshot is not None:
+                seen[path] = (stamp, snapshot)
+                snapshots.append(snapshot)
+        self._known = seen
+        snapshots.sort(key=lambda snapshot: snapshot.header.created, reverse=True)
+        return [task_row(snapshot) for snapshot in snapshots]
 
 
 def state_signature(state_dir: Path) -> tuple[tuple[str, int, int], ...]:
