@@ -33,6 +33,7 @@ def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
     for result in (by_script, by_module):
         assert result.returncode == 0
         assert "serve" in result.stdout and "agents" in result.stdout and "run" in result.stdout
+        assert "tasks" in result.stdout and "dashboard" in result.stdout
     serve_help = run_cli("serve", "--help", home=tmp_path).stdout
     for flag in (
         "--transport",
@@ -46,6 +47,10 @@ def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
         "--model",
         "--state-dir",
         "MCP_SUBAGENTS_TRANSPORT",
+        "--max-budget-usd",
+        "--otel",
+        "--dashboard",
+        "--dashboard-port",
     ):
         assert flag in serve_help
 
