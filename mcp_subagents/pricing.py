@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
 from .messages import Usage
+from .models.base import Model, ModelRequest, ModelResponse
 from .models.profiles import canonical_model_id
 
 logger = logging.getLogger(__name__)
@@ -155,6 +156,33 @@ def _usd(value: Any, key: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{key} must be a number of USD per million tokens, 0 or more, got {value!r}")
     return float(value)
+
+
+@dataclass(slots=True)
+class SideSpend:
+    """What a task's tools spent asking a model on their own (WebFetch reading a page, WebSearch searching)."""
+
+    cost_usd: float = 0.0
+
+
+class MeteredModel:
+    """A model whose responses are priced into a `SideSpend`: the model tools use on a task's behalf."""
+
+    def __init__(self, model: Model, prices: PriceTable, spend: SideSpend) -> None:
+        self._model = model
+        self._prices = prices
+        self._spend = spend
+
+    @property
+    def provider(self) -> str:
+        return self._model.provider
+
+    async def request(self, request: ModelRequest, /) -> ModelResponse:
+        response = await self._model.request(request)
+        cost = self._prices.cost(request.model, response.usage)
+        if cost is not None:
+            self._spend.cost_usd += cost
+        return response
 
 
 class PriceFiles:

@@ -31,7 +31,7 @@ from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
-from .pricing import PriceFiles
+from .pricing import MeteredModel, PriceFiles
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
 from .task_record import Listener, TaskBudget, TaskLimits, TaskObserver, TaskRecord
@@ -401,7 +401,7 @@ class Subagents:
                 allowed_roots=allowed,
                 env=self._tool_environment(),
                 processes=record.resources.processes,
-                models=self._model_access(model, model_id),
+                models=self._model_access(model, model_id, record),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=chosen.max_tokens,
@@ -416,14 +416,16 @@ class Subagents:
             ),
         )
 
-    def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
-        """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
+    def _model_access(self, model: Model, model_id: str, record: TaskRecord) -> ModelAccess | None:
+        """What WebFetch and WebSearch may ask of the provider (priced into the task's cost); None for scripted
+        models, which have no pages."""
         if model.provider not in ("anthropic", "openai"):
             return None
         fast = resolve_model_id(
             task_model="haiku", definition_model=None, default_model=self.settings.model, provider=model.provider
         )
-        return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
+        metered = MeteredModel(model, self.prices.table(), record.resources.side_spend)
+        return ModelAccess(model=metered, main_model_id=model_id, fast_model_id=fast)
 
     def _warn_once(self, message: str) -> None:
         """Log a configuration problem once per process, not once per Task."""

@@ -14,7 +14,7 @@ from .loop import RunEvent, RunResult
 from .messages import Usage
 from .outcome import FINISHED_STATES, TaskOutcome
 from .permissions.asking import Asker, Denial, OpenQuestions
-from .pricing import ModelPrice
+from .pricing import ModelPrice, SideSpend
 from .principals import LOCAL_PRINCIPAL
 from .tools.base import ProcessGroups
 from .transcripts import TranscriptWriter
@@ -100,6 +100,8 @@ class RunResources:
     """Questions held open for a 2026-era host, which answers them in its next call."""
     telemetry: object | None = None
     """The task's open spans, when traces are on (`telemetry.py`)."""
+    side_spend: SideSpend = field(default_factory=SideSpend)
+    """What the task's tools spent on model requests of their own (WebFetch, WebSearch)."""
 
 
 @dataclass(eq=False, slots=True, kw_only=True)
@@ -144,4 +146,8 @@ class TaskRecord:
         """What the task has spent so far (or in all, once finished); None without a price."""
         if self.outcome is not None and self.outcome.counts is not None:
             return self.outcome.counts.cost_usd
-        return None if self.price is None else self.price.cost(self.progress.usage)
+        return self.cost_of(self.progress.usage)
+
+    def cost_of(self, usage: Usage) -> float | None:
+        """`usage` of the task's model, plus what its tools spent on their own requests; None without a price."""
+        return None if self.price is None else self.price.cost(usage) + self.resources.side_spend.cost_usd

@@ -445,7 +445,7 @@ class TaskManager:
         )
 
     def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
-        cost = None if record.price is None else record.price.cost(result.usage)
+        cost = record.cost_of(result.usage)
         counts = RunCounts(
             turns=result.turns,
             tool_uses=result.tool_uses,

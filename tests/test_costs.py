@@ -20,6 +20,10 @@ from mcp_subagents.pricing import LIST_PRICES, ModelPrice, PriceFiles, PriceTabl
 from mcp_subagents.render import outcome_text, status_text
 from mcp_subagents.service import TaskArguments
 
+from .fakes.fake_llm import FakeLLM
+from .fakes.fake_llm import text as fake_text
+from .fakes.fake_llm import tool_use as fake_tool_use
+from .fakes.fake_llm import turn as fake_turn
 from .support import connected, make_settings, running_app, text_of, write_agent
 
 SONNET_4_6 = "claude-sonnet-4-6"
@@ -218,3 +222,54 @@ async def test_the_host_sees_the_cost_and_the_budget_error_over_mcp(tmp_path: Pa
     assert "Task stopped at its budget: it spent $0.054 of the $0.04 allowed by --max-budget-usd" in text
     assert "cost_usd: 0.054;" in text
     assert "turn 2: budget: spent $0.036 of its $0.04 budget (90%, --max-budget-usd)" in " | ".join(progress)
+
+
+@pytest.mark.anyio
+async def test_what_webfetch_asks_its_small_model_is_part_of_the_cost(
+    tmp_path: Path, fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    page = b"<html><body><p>Ships on May 4.</p></body></html>"
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/notes"
+    fake.push(
+        fake_turn(fake_tool_use("WebFetch", {"url": url, "prompt": "When?"}), input_tokens=1000, output_tokens=100),
+        fake_turn(fake_text("May 4."), input_tokens=2000, output_tokens=200),  # WebFetch's small model
+        fake_turn(fake_text("It ships on May 4."), input_tokens=1000, output_tokens=100),
+    )
+    settings = make_settings(tmp_path, model=SONNET_4_6, permission_mode="bypassPermissions")
+    environ = {"ANTHROPIC_API_KEY": "sk-ant-test-key-123", "ANTHROPIC_BASE_URL": fake.url}
+    try:
+        async with running_app(settings, environ=environ) as app:
+            record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+            with anyio.fail_after(30):
+                await record.done.wait()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert [request["body"]["model"] for request in fake.requests] == [
+        SONNET_4_6,
+        "claude-haiku-5-5",
+        SONNET_4_6,
+    ]
+    assert record.outcome is not None and record.outcome.counts is not None
+    # Sonnet 4.6: 2 x (1000 x $3 + 100 x $15); Haiku 5.5 (tier price $1 / $5): 2000 x $1 + 200 x $5; per million
+    assert record.outcome.counts.cost_usd == pytest.approx(2 * 0.0045 + 0.003)
+    assert record.outcome.counts.usage.input_tokens == 2000  # the conversation's own tokens
