@@ -1,4 +1,5 @@
-"""What the server itself costs: time per model round trip, concurrency, and cold start, each as measured in this run.
+"""What the server itself costs: time per model round trip, concurrency, cold start and the first Task, each as
+measured in this run.
 
     python bench/overhead.py            # full counts, under a minute
     python bench/overhead.py --smoke    # the same code paths with tiny counts (CI), a few seconds
@@ -63,10 +64,14 @@ class Counts:
     concurrency_repeats: int
     spawns: int
     """Cold starts measured per server."""
+    first_task_spawns: int = 3
+    """Servers started to time their first Task after the pause."""
 
 
 FULL = Counts(tool_turns=20, repeats=20, concurrency_repeats=5, spawns=7)
-SMOKE = Counts(tool_turns=3, repeats=3, concurrency_repeats=1, spawns=2)
+SMOKE = Counts(tool_turns=3, repeats=3, concurrency_repeats=1, spawns=2, first_task_spawns=1)
+FIRST_TASK_PAUSE = 3.0
+"""Seconds between the host's tools/list and its first Task: a person typing a request."""
 
 
 class BenchError(Exception):
@@ -108,6 +113,18 @@ class ColdStart:
     @property
     def ratio(self) -> float:
         return self.ours_ms / self.bare_ms
+
+
+@dataclass(frozen=True, slots=True)
+class FirstTask:
+    first_ms: float
+    """The first Task, sent FIRST_TASK_PAUSE seconds after tools/list."""
+    later_ms: float
+    """The Task right after it, on the same server."""
+
+    @property
+    def ratio(self) -> float:
+        return self.first_ms / self.later_ms
 
 
 # ---- the server in memory ------------------------------------------------------------------------------------------
@@ -327,9 +344,11 @@ async def _collect(stream: ByteReceiveStream, into: bytearray) -> None:
 
 
 async def time_to_tools_list(command: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """Spawn a stdio server; seconds from spawn to the tools/list answer, and the server's stderr."""
+    """Spawn a stdio server; seconds from spawn to the tools/list answer, and what it wrote to stderr until then
+    (the server goes on to import the provider SDK in the background once it has answered)."""
     stderr = bytearray()
     answered: float | None = None
+    before_answer = 0
     started = time.perf_counter()
     process = await anyio.open_process(command, env=env, cwd=env["HOME"])
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
@@ -339,6 +358,7 @@ async def time_to_tools_list(command: list[str], env: dict[str, str]) -> tuple[f
             with anyio.fail_after(60):
                 await _list_tools(process.stdin, BufferedByteReceiveStream(process.stdout))
             answered = time.perf_counter()
+            before_answer = len(stderr)
             await process.stdin.aclose()  # a stdio server exits at end of input
             with anyio.fail_after(10):
                 await process.wait()
@@ -351,7 +371,7 @@ async def time_to_tools_list(command: list[str], env: dict[str, str]) -> tuple[f
             process.kill()
             await process.wait()
     assert answered is not None  # the task group re-raises whatever stopped the handshake
-    return answered - started, stderr.decode(errors="replace")
+    return answered - started, stderr[:before_answer].decode(errors="replace")
 
 
 async def _list_tools(stdin: ByteSendStream, stdout: BufferedByteReceiveStream) -> None:
@@ -394,6 +414,52 @@ async def measure_cold_start(counts: Counts, tmp: Path) -> ColdStart:
     )
 
 
+# ---- 4. the first Task after start-up ------------------------------------------------------------------------------
+
+
+def _task_call(request_id: int) -> Json:
+    return _request(request_id, "tools/call", {"name": "Task", "arguments": TASK})
+
+
+async def time_first_and_later_task(fake: FakeLLM, command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Spawn a stdio server, list its tools, pause as a person would, then time its first Task and the next one."""
+    fake.reset()
+    fake.push(turn(text("first")), turn(text("second")))
+    process = await anyio.open_process(command, env=env, cwd=env["HOME"])
+    assert process.stdin is not None and process.stdout is not None
+    stdout = BufferedByteReceiveStream(process.stdout)
+    try:
+        with anyio.fail_after(120):
+            await _list_tools(process.stdin, stdout)
+            await anyio.sleep(FIRST_TASK_PAUSE)  # the pause is what is measured against, not a wait for a state
+            timings: list[float] = []
+            for request_id in (3, 4):
+                started = time.perf_counter()
+                await _send(process.stdin, _task_call(request_id))
+                answer = await _response(stdout, request_id)
+                timings.append(time.perf_counter() - started)
+                if answer["result"].get("isError"):
+                    raise BenchError(f"Task failed: {answer['result']}")
+            await process.stdin.aclose()
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    return timings[0], timings[1]
+
+
+async def measure_first_task(fake: FakeLLM, counts: Counts, tmp: Path) -> FirstTask:
+    env = {**server_environment(tmp), "ANTHROPIC_BASE_URL": fake.url}
+    firsts: list[float] = []
+    laters: list[float] = []
+    for _ in range(counts.first_task_spawns):
+        first, later = await time_first_and_later_task(fake, our_command(), env)
+        firsts.append(first)
+        laters.append(later)
+    return FirstTask(first_ms=_ms(statistics.median(firsts)), later_ms=_ms(statistics.median(laters)))
+
+
 # ---- report --------------------------------------------------------------------------------------------------------
 
 
@@ -405,7 +471,7 @@ def _row(label: str, kind: str, value: str, note: str = "") -> str:
     return f"{label:<46}{kind:<8}{value:>8}   {note}".rstrip()
 
 
-def report(counts: Counts, trips: RoundTrips, concurrency: Concurrency, cold: ColdStart) -> str:
+def report(counts: Counts, trips: RoundTrips, concurrency: Concurrency, cold: ColdStart, first: FirstTask) -> str:
     tasks = f"({counts.repeats} Tasks of {counts.tool_turns} TodoWrite turns + 1 answer)"
     eager = ", ".join(cold.eager_imports) or "none (good)"
     return "\n".join(
@@ -430,7 +496,13 @@ def report(counts: Counts, trips: RoundTrips, concurrency: Concurrency, cold: Co
                 f"{cold.ratio:.2f}",
                 f"(ours {cold.ours_ms:.0f} ms, bare {cold.bare_ms:.0f} ms; median of {counts.spawns} each)",
             ),
-            _row("provider SDKs imported before the first Task", "", eager),
+            _row("provider SDKs imported before tools/list answers", "", eager),
+            _row(
+                f"first Task {FIRST_TASK_PAUSE:g} s after tools/list / next Task",
+                "ratio",
+                f"{first.ratio:.2f}",
+                f"(first {first.first_ms:.0f} ms, next {first.later_ms:.0f} ms; median of {counts.first_task_spawns})",
+            ),
         ]
     )
 
@@ -444,8 +516,10 @@ async def main(counts: Counts) -> None:
         concurrency = await measure_concurrency(fake, counts, tmp / "concurrency")
         print("measuring cold start ...", flush=True)
         cold = await measure_cold_start(counts, tmp / "cold-start")
+        print("measuring the first Task after start-up ...", flush=True)
+        first = await measure_first_task(fake, counts, tmp / "first-task")
     print()
-    print(report(counts, trips, concurrency, cold))
+    print(report(counts, trips, concurrency, cold, first))
 
 
 def parse_args(argv: list[str] | None = None) -> Counts:

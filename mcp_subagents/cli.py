@@ -1,4 +1,4 @@
-"""The `mcp-subagents` command: serve | run | agents list | agents validate."""
+"""The `mcp-subagents` command: serve | run | agents list/validate | tasks list/show/tail/stop | dashboard."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import anyio
 from mcp import MCPDeprecationWarning
 
 from . import __version__
-from .errors import ConfigError, LaunchRefusedError, SubagentsError
+from .errors import ConfigError
 from .settings import (
     AGENT_SERVER_MARKER,
     RUN_OPTIONS,
@@ -29,6 +29,7 @@ from .settings import (
 )
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
+STATE_DIR_OPTIONS = tuple(option for option in RUN_OPTIONS if option.flag == "--state-dir")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -44,9 +45,14 @@ def _parser() -> argparse.ArgumentParser:
     add_options(serve, SOURCE_OPTIONS)
     add_options(serve, RUN_OPTIONS)
 
-    run = commands.add_parser("run", help="run one subagent from the shell and print its result")
-    run.add_argument("agent", help="subagent type, e.g. general-purpose")
-    run.add_argument("prompt", help="the task for the subagent")
+    run = commands.add_parser(
+        "run",
+        help="run one subagent from the shell and print its result",
+        usage='%(prog)s AGENT "PROMPT" [options]  |  %(prog)s --resume ID "PROMPT" [options]',
+    )
+    run.add_argument("words", nargs="+", metavar="AGENT PROMPT", help="subagent type (e.g. Explore), then the task")
+    run.add_argument("--resume", metavar="ID", help="continue an earlier task's conversation with PROMPT")
+    run.add_argument("--raw", action="store_true", help="print the <task_result> envelope a host gets")
     run.add_argument("--max-turns-for-run", dest="task_max_turns", type=int, help=argparse.SUPPRESS)
     add_options(run, SOURCE_OPTIONS)
     add_options(run, RUN_OPTIONS)
@@ -58,6 +64,27 @@ def _parser() -> argparse.ArgumentParser:
     add_options(listing, SOURCE_OPTIONS)
     validate = agent_commands.add_parser("validate", help="check agent files or folders; exit 1 if any has a problem")
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+
+    dashboard = commands.add_parser(
+        "dashboard", help="the browser dashboard of a state directory, on 127.0.0.1 (every task, live)"
+    )
+    dashboard.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: 0, any free port)")
+    add_options(dashboard, SOURCE_OPTIONS)
+    add_options(dashboard, RUN_OPTIONS)
+
+    tasks = commands.add_parser("tasks", help="list, show, follow or stop the tasks of a state directory")
+    task_commands = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
+    task_list.add_argument("--json", action="store_true", help="print a JSON list of tasks")
+    add_options(task_list, STATE_DIR_OPTIONS)
+    for action, help_text in (
+        ("show", "a task's state, tokens, cost and result (or its output so far)"),
+        ("tail", "print a task's output and follow it until the task ends"),
+        ("stop", "stop a running task, whichever server process runs it"),
+    ):
+        command = task_commands.add_parser(action, help=help_text)
+        command.add_argument("task_id", metavar="ID", help="the task id (or its first 6 or more characters)")
+        add_options(command, STATE_DIR_OPTIONS)
     return parser
 
 
@@ -92,15 +119,35 @@ def _main(argv: Sequence[str] | None) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if namespace.command == "run" and namespace.log_level is None and "MCP_SUBAGENTS_LOG_LEVEL" not in os.environ:
+        logging.getLogger().setLevel(logging.WARNING)  # a person reads the status line, not request logs
     match namespace.command:
         case "serve":
             _serve(settings)
         case "run":
-            raise SystemExit(_run(settings, namespace.agent, namespace.prompt))
+            from .run_command import run_command
+
+            raise SystemExit(run_command(settings, namespace.words, resume=namespace.resume, raw=namespace.raw))
         case "agents" if namespace.agents_command == "list":
             _list_agents(settings, as_json=namespace.json)
         case "agents":
             raise SystemExit(_validate(namespace.paths, settings))
+        case "dashboard":
+            from .dashboard_command import dashboard_command
+
+            raise SystemExit(dashboard_command(settings, namespace.port))
+        case "tasks":
+            from .tasks_cli import tasks_command
+
+            task_id = getattr(namespace, "task_id", None)
+            as_json = getattr(namespace, "json", False)
+            try:
+                status = tasks_command(
+                    namespace.tasks_command, settings.state_dir, task_id=task_id, as_json=as_json, out=sys.stdout
+                )
+            except KeyboardInterrupt:  # leaving `tasks tail` early
+                status = 130
+            raise SystemExit(status)
         case _:
             _parser().print_help()
 
@@ -111,6 +158,8 @@ def _serve(settings: Settings) -> None:
     from .service import Subagents
     from .transports import open_listener, serve
 
+    terminal = settings.transport == "stdio" and sys.stdin.isatty()
+
     async def main() -> None:
         app = Subagents(settings)
         async with app.running(), anyio.create_task_group() as group:
@@ -118,11 +167,21 @@ def _serve(settings: Settings) -> None:
             if settings.watch_interval > 0:
                 watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
                 group.start_soon(watch)
-            await serve(server, settings, listener)
+            if settings.dashboard:
+                from .dashboard_command import serve_dashboard
+
+                group.start_soon(serve_dashboard, app, settings.dashboard_port)
+            await serve(server, settings, listener, stdin=lines)
             group.cancel_scope.cancel()
 
+    lines = None
     try:
         listener = open_listener(settings)  # HTTP start-up checks and the port, before anything runs
+        if terminal:  # a person started the server by hand: say what it waits for, and let Ctrl-C stop it
+            from .terminal import SERVE_NOTICE, TerminalLines
+
+            print(SERVE_NOTICE, file=sys.stderr, flush=True)
+            lines = TerminalLines(sys.stdin.fileno())
         anyio.run(main)
     except (ConfigError, BaseExceptionGroup) as exc:
         config_error = _config_error(exc)
@@ -131,7 +190,11 @@ def _serve(settings: Settings) -> None:
         logging.getLogger("mcp_subagents").error("%s", config_error.message)
         raise SystemExit(2) from None
     except KeyboardInterrupt:
-        pass
+        if terminal:
+            print("\nmcp-subagents: stopped", file=sys.stderr)
+    finally:
+        if lines is not None:
+            lines.restore()
 
 
 def _config_error(exc: BaseException) -> ConfigError | None:
@@ -143,33 +206,6 @@ def _config_error(exc: BaseException) -> ConfigError | None:
             if (found := _config_error(inner)) is not None:
                 return found
     return None
-
-
-def _run(settings: Settings, agent: str, prompt: str) -> int:
-    from .render import outcome_text, task_error
-    from .service import Subagents, TaskArguments
-
-    async def main() -> int:
-        app = Subagents(settings)
-        async with app.running():
-            try:
-                record = app.launch(TaskArguments(description="run from the shell", prompt=prompt, subagent_type=agent))
-            except LaunchRefusedError as exc:
-                print(task_error(agent, exc.message))
-                return 1
-            except SubagentsError as exc:
-                print(exc.message, file=sys.stderr)
-                return 1
-            await record.done.wait()
-            assert record.outcome is not None
-            print(outcome_text(record, record.outcome, max_chars=settings.max_result_chars))
-            return 1 if record.is_error else 0
-
-    try:
-        return anyio.run(main)
-    except ConfigError as exc:
-        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
-        return 2
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:

@@ -89,6 +89,16 @@ class ModelRefusalError(RunError):
     """The model refused to continue."""
 
 
+class BudgetExceededError(RunError):
+    """The task spent its budget; it ends without another model request."""
+
+    def __init__(self, *, budget_usd: float, spent_usd: float, source: str) -> None:
+        super().__init__(f"Task spent ${spent_usd:.6f}, past its budget of ${budget_usd:g} ({source})")
+        self.budget_usd = budget_usd
+        self.spent_usd = spent_usd
+        self.source = source
+
+
 class ToolError(Exception):
     """Raised by a tool: becomes an `is_error` tool result that the model reads and can act on."""
 

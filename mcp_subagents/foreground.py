@@ -25,14 +25,22 @@ from .auth import principal_of
 from .elicitation import Elicitor, answer_of, permission_request
 from .errors import LaunchRefusedError, SubagentsError, TaskNotFoundError
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
-from .loop import RunEvent, ToolStarted, TurnStarted
+from .loop import ToolStarted, TurnStarted
 from .permissions.asking import Asker, OpenQuestions, cannot_ask
-from .render import describe_event, handover_text, launched_text, outcome_text, stale_answer_text, task_error
+from .render import (
+    budget_warning_text,
+    describe_event,
+    handover_text,
+    launched_text,
+    outcome_text,
+    stale_answer_text,
+    task_error,
+)
 from .root_policy import confine_roots
 from .roots import ROOTS_INPUT_KEY, ConnectionRoots, host_roots, roots_from_response, roots_request
 from .schemas import task_schema, validate_arguments
 from .service import Subagents, TaskArguments
-from .task_record import TaskRecord
+from .task_record import BudgetWarning, TaskEvent, TaskRecord
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +89,9 @@ class TaskCalls:
         if ctx.request is not None and not app.settings.trust_client_roots:  # over HTTP: see root_policy
             roots = confine_roots(roots, areas=(app.settings.working_directory, *app.settings.allowed_roots))
         try:
-            record = app.launch(args, catalog=catalog, roots=roots, principal=principal_of(ctx.request))
+            record = app.launch(
+                args, catalog=catalog, roots=roots, principal=principal_of(ctx.request), trace_meta=params.meta
+            )
         except LaunchRefusedError as exc:
             return _text(task_error(args.subagent_type, exc.message), is_error=True)
         if record.background:
@@ -206,11 +216,13 @@ class HostReporter:
         self._ctx = ctx
         self._record = record
 
-    async def __call__(self, event: RunEvent) -> None:
+    async def __call__(self, event: TaskEvent) -> None:
         if isinstance(event, TurnStarted):
             message = f"turn {event.turn} of {event.max_turns}"
         elif isinstance(event, ToolStarted):
             message = f"turn {event.turn}: {event.call.name}"
+        elif isinstance(event, BudgetWarning):
+            message = f"turn {event.turn}: budget: {budget_warning_text(event)}"
         else:
             message = None
         if message is not None:

@@ -16,7 +16,7 @@ from .worktrees import WorktreeReport
 
 FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
 FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
-FailureKind: TypeAlias = Literal["error", "wall_clock", "idle"]
+FailureKind: TypeAlias = Literal["error", "wall_clock", "idle", "budget"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +25,8 @@ class RunCounts:
     tool_uses: int
     usage: Usage
     duration_s: float
+    cost_usd: float | None = None
+    """What the tokens cost in USD; None when the model has no price."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,10 @@ class TaskOutcome:
     """failed with an error: what went wrong."""
     limit_s: float = 0.0
     """failed on a time limit: the limit in seconds."""
+    budget_usd: float = 0.0
+    """failed on its budget: the budget in USD (what it spent is `counts.cost_usd`)."""
+    budget_source: str = ""
+    """failed on its budget: where the budget was set (`--max-budget-usd`, an agent's `maxBudgetUsd`)."""
     denials: tuple[Denial, ...] = ()
     stop_reason: str = ""
     """completed with stop `hook_stopped`: the reason the hook gave."""

@@ -10,8 +10,22 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from . import __version__
+from .app_view import (
+    EXTENSION_ID,
+    TASK_LIST,
+    TASK_LIST_DESCRIPTION,
+    TASK_LIST_SCHEMA,
+    client_supports_apps,
+    read_view,
+    task_entry,
+    task_list_result,
+    ui_meta,
+    view_resource,
+)
 from .auth import principal_of
 from .definitions import tools_summary
 from .errors import InvalidArgumentsError, SubagentsError
@@ -78,9 +92,27 @@ def build_server(app: Subagents) -> SubagentsServer:
     task_calls = TaskCalls(app)
 
     async def list_tools(
-        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=_tools(app))
+        apps = client_supports_apps(ctx)
+        tools = _tools(app, apps=apps)
+        if apps:
+            tools.append(_task_list_tool())
+        app.warm_up()
+        return types.ListToolsResult(tools=tools)
+
+    async def list_resources(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[view_resource()])
+
+    async def read_resource(
+        _ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        result = read_view(params.uri)
+        if result is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
+        return result
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
         arguments = dict(params.arguments or {})
@@ -92,9 +124,12 @@ def build_server(app: Subagents) -> SubagentsServer:
                     return await _call_task_output(app, arguments, principal_of(ctx.request))
                 case "TaskStop":
                     return await _call_task_stop(app, arguments, principal_of(ctx.request))
+                case "TaskList":
+                    return _call_task_list(app, principal_of(ctx.request))
                 case _:
                     return _text(
-                        f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop", is_error=True
+                        f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop, TaskList",
+                        is_error=True,
                     )
         except SubagentsError as exc:
             return _text(exc.message, is_error=True)
@@ -115,11 +150,14 @@ def build_server(app: Subagents) -> SubagentsServer:
         instructions="Delegate work to subagents with Task; poll background tasks with TaskOutput; stop with TaskStop.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
         on_subscriptions_listen=ListenHandler(notifier.bus),
     )
     # Registered by method name: the constructor's argument for it is deprecated in the 2026 era, but 2025-era
     # hosts still send it. The handler makes the server declare the `logging` capability.
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
+    server.extensions[EXTENSION_ID] = {}  # MCP Apps: the live task view (app_view.py)
     server.notifier = notifier
     server.task_calls = task_calls
     server.middleware.append(notifier.track_sessions)
@@ -130,7 +168,9 @@ def build_server(app: Subagents) -> SubagentsServer:
     return server
 
 
-def _tools(app: Subagents) -> list[types.Tool]:
+def _tools(app: Subagents, *, apps: bool = False) -> list[types.Tool]:
+    """The three tools; for a host with MCP Apps, Task and TaskOutput name the live task view."""
+    view = ui_meta() if apps else {}
     catalog = app.catalog()
     lines = [AgentLine(d.name, d.description, tools_summary(d)) for d in catalog.agents.values()]
     result_size = min(CLAUDE_CODE_RESULT_CAP, app.settings.max_result_chars + RESULT_ENVELOPE_ALLOWANCE)
@@ -140,14 +180,14 @@ def _tools(app: Subagents) -> list[types.Tool]:
             description=task_description(lines),
             input_schema=task_schema(list(catalog.names())),
             annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
-            _meta={ALWAYS_LOAD: True, MAX_RESULT_SIZE: result_size},
+            _meta={ALWAYS_LOAD: True, MAX_RESULT_SIZE: result_size, **view},
         ),
         types.Tool(
             name="TaskOutput",
             description=TASK_OUTPUT_DESCRIPTION,
             input_schema=TASK_OUTPUT_SCHEMA,
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-            _meta={MAX_RESULT_SIZE: result_size},
+            _meta={MAX_RESULT_SIZE: result_size, **view},
         ),
         types.Tool(
             name="TaskStop",
@@ -156,6 +196,24 @@ def _tools(app: Subagents) -> list[types.Tool]:
             annotations=types.ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False),
         ),
     ]
+
+
+def _task_list_tool() -> types.Tool:
+    return types.Tool(
+        name=TASK_LIST,
+        description=TASK_LIST_DESCRIPTION,
+        input_schema=TASK_LIST_SCHEMA,
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        _meta=ui_meta(app_only=True),
+    )
+
+
+def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
+    entries = [
+        task_entry(record, recent_output=app.tasks.recent_output(record, 800), queue=app.tasks.queue_position(record))
+        for record in app.tasks.tasks_of(principal)
+    ]
+    return task_list_result(entries)
 
 
 async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -9,9 +10,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from .claude_settings import ClaudeSettings, ClaudeSettingsFiles, SettingsLocations
 from .definitions import (
@@ -34,9 +36,10 @@ from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
 from .permissions.asking import Asker, Denial
+from .pricing import MeteredModel, PriceFiles
 from .principals import LOCAL_PRINCIPAL
 from .settings import Settings
-from .task_record import Listener, TaskLimits, TaskRecord
+from .task_record import Listener, TaskBudget, TaskLimits, TaskObserver, TaskRecord
 from .tasks import TaskManager
 from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
 from .tools.base import ModelAccess
@@ -51,6 +54,27 @@ if TYPE_CHECKING:
     from .permissions.rules import PermissionRules
 
 logger = logging.getLogger(__name__)
+
+
+FIRST_RUN_MODULES = (
+    "jsonschema",
+    "mcp_subagents.agent_setup",
+    "mcp_subagents.permissions",
+    "mcp_subagents.permissions.gate",
+    "mcp_subagents.tools.shell",
+    "mcp_subagents.project_context",
+    "httpcore2",  # the provider SDKs' HTTP transport, which their client imports only at its first request
+)
+"""What the first Task imports besides the provider SDK and the tools (kept off the start-up path, loaded by the
+warm-up)."""
+
+
+def _import_all(names: Sequence[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a transport another version of the SDK does not use
+            continue
 
 
 def settings_locations(settings: Settings) -> SettingsLocations:
@@ -184,10 +208,19 @@ class Subagents:
     """The runtime of one server process: agent definitions, the model provider and the task manager.
 
     `launch` turns a Task call into a task; `build_server(app)` puts it behind MCP. Pass `model` (a `ScriptedModel`,
-    say) to run without a provider, and `environ` to read provider keys from somewhere other than `os.environ`.
+    say) to run without a provider, and `environ` to read provider keys from somewhere other than `os.environ`;
+    `tracer_provider` (an OpenTelemetry `TracerProvider`) turns traces on, as `--otel` does with the process's
+    provider.
     """
 
-    def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        model: Model | None = None,
+        environ: Mapping[str, str] | None = None,
+        tracer_provider: Any = None,
+    ):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
         self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
@@ -218,13 +251,40 @@ class Subagents:
             )
         self.trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
 
+        # Prices come from the user's, --settings and managed files, lowest first: a project's own files (a cloned
+        # repository's) cannot lower what a budget counts.
+        self.prices = PriceFiles(
+            *(
+                path
+                for level, path, _ in self.settings_files.locations.candidates(settings.working_directory)
+                if level not in ("project", "local")
+            )
+        )
+        self._background: TaskGroup | None = None
+        self._warming = False
+        self.model_ready = anyio.Event()
+        """Set once the model provider is built (by the warm-up or by the first Task)."""
+        if settings.otel or tracer_provider is not None:
+            self.tasks.observer = self._task_tracer(tracer_provider)
+
+    def _task_tracer(self, provider: Any) -> TaskObserver:
+        try:
+            from .telemetry import TaskTracer, install_tracer_provider
+        except ImportError:
+            raise ConfigError("--otel needs the OpenTelemetry SDK: pip install 'mcp-subagents[otel]'") from None
+        return TaskTracer(provider or install_tracer_provider(), provider_name=self.provider_name)
+
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
         """Run the task manager (and close the provider's client at the end); tasks launch only inside it."""
-        async with self.tasks.running():
+        async with self.tasks.running(), anyio.create_task_group() as background:
+            self._background = background
+            self._open_control_channel(background)
             try:
                 yield self
             finally:
+                self._background = None
+                background.cancel_scope.cancel()
                 close = getattr(self._model, "aclose", None)
                 if close is not None:
                     with anyio.CancelScope(shield=True):
@@ -253,6 +313,46 @@ class Subagents:
             raise UnknownAgentError(name, list(catalog.names()))
         return definition
 
+    def _open_control_channel(self, group: TaskGroup) -> None:
+        """Let `mcp-subagents tasks stop` and the dashboard stop this process's tasks."""
+        from .control import ControlChannel
+
+        channel = ControlChannel(self.settings.state_dir, self.tasks.stop_own)
+        try:
+            channel.open()
+        except OSError as exc:
+            logger.warning("no control channel in %s (%s): tasks stop cannot reach this server", channel.path, exc)
+            return
+        self.tasks.control_name = channel.name
+        group.start_soon(channel.serve, name="control channel")
+
+    def warm_up(self) -> None:
+        """Build the model provider in the background, once: importing its SDK takes seconds, and a Task that comes
+        a little after start-up should not wait for it. Called after the host first lists the tools, so start-up
+        itself stays quick."""
+        if self._warming or self._model is not None or self._provider is None or self._background is None:
+            return
+        self._warming = True
+        self._background.start_soon(self._warm_model, name="provider warm-up")
+
+    async def _warm_model(self) -> None:
+        try:
+            await self.model()
+            await anyio.to_thread.run_sync(_import_all, FIRST_RUN_MODULES, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(self._build_run_types, abandon_on_cancel=True)
+        except Exception:  # the first Task meets the same problem again and reports it
+            logger.debug("building the model provider ahead of the first Task failed", exc_info=True)
+
+    def _build_run_types(self) -> None:
+        """What a first run builds lazily: the tools, their schemas and the transcript's message encoder."""
+        from .outcome import TaskOutcome, encode_outcome
+        from .transcripts import encode_message
+
+        for tool in self.tools.values():
+            tool.definition()
+        encode_message(UserMessage(content=""))
+        encode_outcome(TaskOutcome(state="completed"))
+
     async def model(self) -> Model:
         """The provider's model adapter, built (and its SDK imported) on first use.
 
@@ -264,6 +364,7 @@ class Subagents:
                 self._model = await create_model(
                     self._provider, deadline=self.settings.model_deadline, max_retries=self.settings.max_retries
                 )
+                self.model_ready.set()
             return self._model
 
     def launch(
@@ -275,6 +376,7 @@ class Subagents:
         principal: str = LOCAL_PRINCIPAL,
         parent: TaskRecord | None = None,
         place: RunPlace | None = None,
+        trace_meta: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
 
@@ -296,7 +398,7 @@ class Subagents:
                     f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
                     "TaskStop before resuming it."
                 )
-            if args.subagent_type != previous.agent:
+            if args.subagent_type and args.subagent_type != previous.agent:  # none given (the CLI): the same
                 raise SubagentsError(
                     f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
                     f'agent, not {args.subagent_type}. Call Task again with subagent_type "{previous.agent}" to '
@@ -308,7 +410,7 @@ class Subagents:
             definition = self.definition(args.subagent_type, catalog)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
-        self._model_id(definition, args)  # an alias an OpenAI-compatible endpoint does not serve is refused now
+        model_id = self._model_id(definition, args)  # an alias an OpenAI endpoint does not serve is refused now
         self._refuse_without_tools(definition)
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
@@ -323,6 +425,10 @@ class Subagents:
             history=history,
             owner=principal,
             parent=parent,
+            model=model_id,
+            price=self.prices.table().price(model_id),
+            budget=self._budget(definition),
+            trace_meta=trace_meta,
         )
 
     async def _run_task(
@@ -433,7 +539,7 @@ class Subagents:
                 allowed_roots=allowed,
                 env=self.tool_environment(),
                 processes=record.resources.processes,
-                models=self._model_access(model, model_id),
+                models=self._model_access(model, model_id, record),
                 readable=read_filter(policy),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
@@ -485,8 +591,21 @@ class Subagents:
             return definition.name
         return f"{definition.name} (launched by {' < '.join(r.agent for r in lineage[1:])})"
 
-    def _model_access(self, model: Model, model_id: str) -> ModelAccess | None:
-        """What WebFetch and WebSearch may ask of the provider; None for scripted models, which have no pages."""
+    def _budget(self, definition: AgentDefinition) -> TaskBudget | None:
+        """The lower of `--max-budget-usd` and the agent's `maxBudgetUsd`, and where it was set."""
+        candidates = [
+            TaskBudget(usd=usd, source=source)
+            for usd, source in (
+                (self.settings.max_budget_usd, "--max-budget-usd"),
+                (definition.max_budget_usd, f"maxBudgetUsd of agent {definition.name}"),
+            )
+            if usd is not None
+        ]
+        return min(candidates, key=lambda budget: budget.usd, default=None)
+
+    def _model_access(self, model: Model, model_id: str, record: TaskRecord) -> ModelAccess | None:
+        """What WebFetch and WebSearch may ask of the provider (priced into the task's cost); None for scripted
+        models, which have no pages."""
         if model.provider not in ("anthropic", "openai"):
             return None
         # Without --model, an OpenAI-compatible endpoint has only the task's own model to read pages with.
@@ -494,7 +613,8 @@ class Subagents:
         fast = resolve_model_id(
             task_model="haiku", definition_model=None, default_model=default, provider=model.provider
         )
-        return ModelAccess(model=model, main_model_id=model_id, fast_model_id=fast)
+        metered = MeteredModel(model, self.prices.table(), record.resources.side_spend)
+        return ModelAccess(model=metered, main_model_id=model_id, fast_model_id=fast)
 
     def warn_once(self, message: str) -> None:
         """Log a configuration problem once per process, not once per Task."""

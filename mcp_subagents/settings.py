@@ -97,6 +97,13 @@ class Settings:
     """How deep subagents may nest: a task at this depth gets no Task tool (1 = no nesting)."""
     mcp_start_timeout: float = 30.0
     """Seconds an agent's MCP server may take to start and list its tools."""
+    max_budget_usd: float | None = None
+    """USD one task may spend on its model's tokens; an agent's `maxBudgetUsd` can only lower it."""
+    otel: bool = False
+    """OpenTelemetry traces of tasks, model requests and tool calls (the `otel` extra)."""
+    dashboard: bool = False
+    """Serve the browser dashboard next to the MCP server (on 127.0.0.1)."""
+    dashboard_port: int = 0
 
     @property
     def working_directory(self) -> Path:
@@ -156,6 +163,13 @@ def _non_negative_seconds(raw: str) -> float:
     value = float(raw)
     if value < 0:
         raise ValueError(f"must be 0 or a positive number of seconds, got {raw}")
+    return value
+
+
+def _usd(raw: str) -> float:
+    value = float(raw)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"must be a positive amount of USD, got {raw}")
     return value
 
 
@@ -323,6 +337,19 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "seconds an agent's MCP server may take to start and list its tools (default: 30)",
         _seconds,
     ),
+    _Option(
+        "--otel",
+        "otel",
+        "send OpenTelemetry traces (GenAI conventions) where the OTEL_* variables say; needs the otel extra",
+        _boolean,
+        switch=True,
+    ),
+    _Option(
+        "--max-budget-usd",
+        "max_budget_usd",
+        "USD one task may spend on tokens; it ends with an error when spent, warns at 80%% (default: no limit)",
+        _usd,
+    ),
 )
 
 SERVE_OPTIONS: tuple[_Option, ...] = (
@@ -377,6 +404,14 @@ SERVE_OPTIONS: tuple[_Option, ...] = (
     ),
     _Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", _path),
     _Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", _path),
+    _Option(
+        "--dashboard",
+        "dashboard",
+        "also serve the browser dashboard on 127.0.0.1 (its address, with a secret, goes to stderr)",
+        _boolean,
+        switch=True,
+    ),
+    _Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", _port),
 )
 
 

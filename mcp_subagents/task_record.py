@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import anyio
 
@@ -14,6 +14,7 @@ from .loop import RunEvent, RunResult
 from .messages import Usage
 from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
 from .permissions.asking import Asker, Denial, OpenQuestions
+from .pricing import ModelPrice, SideSpend
 from .principals import LOCAL_PRINCIPAL
 from .tools.base import ProcessGroups
 from .transcripts import TranscriptWriter
@@ -21,9 +22,37 @@ from .worktrees import WorktreeReport
 
 TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
 
-Listener = Callable[[RunEvent], Awaitable[None]]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskBudget:
+    usd: float
+    source: str
+    """Where it was set, as the person would look for it: `--max-budget-usd`, `maxBudgetUsd of agent X`."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetWarning:
+    """The task has spent most of its budget (`BUDGET_WARNING_SHARE`); it goes on until the budget is spent."""
+
+    turn: int
+    spent_usd: float
+    budget: TaskBudget
+
+
+BUDGET_WARNING_SHARE = 0.8
+
+TaskEvent: TypeAlias = RunEvent | BudgetWarning
+"""What a task's listeners receive: the run's own events and the task manager's notices."""
+Listener = Callable[[TaskEvent], Awaitable[None]]
 Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
 """Runs the subagent for a record, feeding every loop event to the listener."""
+
+
+class TaskObserver(Protocol):
+    """Follows every task from start to end (OpenTelemetry traces)."""
+
+    def started(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> Listener: ...
+    def finished(self, record: TaskRecord, outcome: TaskOutcome) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +73,11 @@ class TaskProgress:
     usage: Usage = field(default_factory=Usage)
     started_at: float | None = None
     last_activity: float = field(default_factory=time.monotonic)
+    budget_warned: bool = False
+    current_tools: list[str] = field(default_factory=lambda: [])
+    """Tools running right now (several read-only ones may run at once)."""
+    denials_written: int = 0
+    """How many of the run's denials the transcript holds already."""
 
     def elapsed(self) -> float:
         return 0.0 if self.started_at is None else time.monotonic() - self.started_at
@@ -71,6 +105,10 @@ class RunResources:
     """What became of its worktree (`isolation: worktree`), once the run is over."""
     server_problems: list[ServerProblem] = field(default_factory=lambda: [])
     """Its MCP servers that did not start."""
+    telemetry: object | None = None
+    """The task's open spans, when traces are on (`telemetry.py`)."""
+    side_spend: SideSpend = field(default_factory=SideSpend)
+    """What the task's tools spent on model requests of their own (WebFetch, WebSearch)."""
 
 
 @dataclass(eq=False, slots=True, kw_only=True)
@@ -85,6 +123,11 @@ class TaskRecord:
     resumed_from: str | None = None
     owner: str = LOCAL_PRINCIPAL
     """The principal that started the task; only it can read, stop or resume it."""
+    model: str = ""
+    """The model id the task runs on ("" when not known, as for tasks of an earlier process)."""
+    price: ModelPrice | None = None
+    """The model's price; None when it has none, and then the task reports tokens only."""
+    budget: TaskBudget | None = None
     state: TaskState = "queued"
     progress: TaskProgress = field(default_factory=TaskProgress)
     outcome: TaskOutcome | None = None
@@ -111,3 +154,13 @@ class TaskRecord:
     @property
     def is_error(self) -> bool:
         return self.outcome is not None and self.outcome.is_error
+
+    def cost_usd(self) -> float | None:
+        """What the task has spent so far (or in all, once finished); None without a price."""
+        if self.outcome is not None and self.outcome.counts is not None:
+            return self.outcome.counts.cost_usd
+        return self.cost_of(self.progress.usage)
+
+    def cost_of(self, usage: Usage) -> float | None:
+        """`usage` of the task's model, plus what its tools spent on their own requests; None without a price."""
+        return None if self.price is None else self.price.cost(usage) + self.resources.side_spend.cost_usd

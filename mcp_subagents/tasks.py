@@ -4,27 +4,40 @@ and recovery after a restart."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from .errors import SubagentsError, TaskNotFoundError
-from .loop import Compacted, MessageAppended, ModelResponded, RunEvent, RunResult, ToolStarted, TurnStarted
+from .errors import BudgetExceededError, SubagentsError, TaskNotFoundError
+from .loop import Compacted, MessageAppended, ModelResponded, RunResult, ToolFinished, ToolStarted, TurnStarted
 from .messages import Message
 from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
 from .permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
+from .pricing import ModelPrice
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
-from .render import describe_event, outcome_text
-from .task_record import Job, Listener, TaskLimits, TaskRecord
+from .render import budget_warning_text, describe_event, outcome_text
+from .task_record import (
+    BUDGET_WARNING_SHARE,
+    BudgetWarning,
+    Job,
+    Listener,
+    TaskBudget,
+    TaskEvent,
+    TaskLimits,
+    TaskObserver,
+    TaskRecord,
+)
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
@@ -55,6 +68,10 @@ class TaskManager:
         self._queue: list[str] = []
         self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
         self._group: TaskGroup | None = None
+        self.control_name: str | None = None
+        """The name of this process's control channel under the state directory, written into each header."""
+        self.observer: TaskObserver | None = None
+        """Sees every task start and end (traces); None when nothing is watching."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[TaskManager]:
@@ -131,6 +148,8 @@ class TaskManager:
                 summary = read_summary(path)
                 if summary is None or summary.header.created >= started:  # this process's own tasks
                     continue
+                if _runs_elsewhere(summary.header.pid):  # another live server on this state directory runs it
+                    continue
                 if summary.outcome is None:
                     TranscriptWriter(path, self._redact).finished(TaskOutcome(state="interrupted"))
                     closed.append(summary.header.task_id)
@@ -161,9 +180,14 @@ class TaskManager:
         history: Sequence[Message] = (),
         owner: str = LOCAL_PRINCIPAL,
         parent: TaskRecord | None = None,
+        model: str = "",
+        price: ModelPrice | None = None,
+        budget: TaskBudget | None = None,
+        trace_meta: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
         """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and it runs
-        at once, without a place in the queue: its parent holds one and waits for it."""
+        at once, without a place in the queue: its parent holds one and waits for it. `trace_meta` is the launching
+        request's `_meta`, whose `traceparent` the task's trace joins."""
         if self._group is None:
             raise SubagentsError("The task manager is not running")
         task_id = self.new_id()
@@ -178,6 +202,9 @@ class TaskManager:
             owner=parent.owner if parent is not None else owner,
             parent=parent.id if parent is not None else None,
             depth=parent.depth + 1 if parent is not None else 1,
+            model=model,
+            price=price,
+            budget=budget,
         )
         if parent is not None:
             parent.children.append(task_id)
@@ -189,15 +216,25 @@ class TaskManager:
             resumed_from=resumed_from,
             owner=record.owner,
             parent=record.parent,
+            model=model,
+            budget_usd=budget.usd if budget else None,
+            pid=os.getpid(),
+            control=self.control_name,
         )
         record.transcript.header(header)
         for message in history:
             record.transcript.message(message)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
         record.output_path.write_text(f"[task {task_id}] {agent}: {description}{resumed}\n", encoding="utf-8")
+        if budget is not None and price is None:
+            note = f"[budget] {model or 'this model'} has no price, so the budget of ${budget.usd:g} cannot stop it"
+            self._append_output(record, note + "\n")
+            logger.warning("task %s: %s", task_id, note.removeprefix("[budget] "))
         self._records[task_id] = record
         if parent is None:
             self._queue.append(task_id)
+        if self.observer is not None:
+            record.resources.listeners.append(self.observer.started(record, trace_meta))
         self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
         return record
 
@@ -247,6 +284,19 @@ class TaskManager:
             self._cancel(record, "stopped")
         return record
 
+    def tasks_of(self, principal: str) -> list[TaskRecord]:
+        """The tasks `principal` started in this process, newest first."""
+        owned = [record for record in self._records.values() if record.owner == principal]
+        return sorted(owned, key=lambda record: record.created, reverse=True)
+
+    def stop_own(self, task_id: str) -> bool:
+        """Stop `task_id` if this process runs it (a request from outside: `tasks stop`, the dashboard)."""
+        record = self._records.get(task_id)
+        if record is None or record.finished:
+            return False
+        self._cancel(record, "stopped")
+        return True
+
     def _cancel(self, record: TaskRecord, why: str) -> None:
         record.stop_requested = why
         record.scope.cancel()
@@ -282,6 +332,16 @@ class TaskManager:
             resources.listeners.remove(listener)
             if not attachment.kept and resources.asker is asker:
                 resources.asker = None
+
+    @contextmanager
+    def watch(self, record: TaskRecord, listener: Listener) -> Generator[None]:
+        """While the block runs, `listener` receives the run's events (a terminal's status line); it answers no
+        questions."""
+        record.resources.listeners.append(listener)
+        try:
+            yield
+        finally:
+            record.resources.listeners.remove(listener)
 
     async def ask(self, record: TaskRecord, question: PermissionQuestion) -> Answer:
         """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`.
@@ -345,6 +405,7 @@ class TaskManager:
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
         record.state = "running"
         record.progress.started_at = record.progress.last_activity = time.monotonic()
+        self._write_transcript(record.transcript.running)
         return await self._run_with_limits(record, job)
 
     async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
@@ -363,23 +424,14 @@ class TaskManager:
             return self._timed_out(record, "idle", self.limits.idle_timeout)
         return self._timed_out(record, "wall_clock", self.limits.task_timeout)
 
-    async def _on_event(self, record: TaskRecord, event: RunEvent) -> None:
-        progress = record.progress
-        for busy in self.lineage(record):  # a parent waiting on a nested task is not idle while it works
-            busy.progress.last_activity = time.monotonic()
-            if busy.idle is not None and not busy.resources.asking:
-                busy.idle.deadline = anyio.current_time() + self.limits.idle_timeout
-        if isinstance(event, TurnStarted):
-            progress.turn, progress.max_turns = event.turn, event.max_turns
-        elif isinstance(event, ModelResponded):
-            progress.usage += event.usage
-        elif isinstance(event, ToolStarted):
-            progress.tool_uses += 1
-        elif isinstance(event, MessageAppended):
-            self._write_transcript(record.transcript.message, event.message)
-        elif isinstance(event, Compacted):
-            progress.usage += event.usage
-            self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
+    async def _on_event(self, record: TaskRecord, event: TaskEvent) -> None:
+        self._keep_busy(record)
+        spent = self._track(record, event)
+        if spent:
+            progress = record.progress
+            self._write_transcript(
+                record.transcript.usage, turn=progress.turn, usage=progress.usage, cost_usd=record.cost_usd()
+            )
         line = describe_event(event)
         if line:
             self._append_output(record, line)
@@ -388,20 +440,85 @@ class TaskManager:
                 await listener(event)
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
+        if spent:
+            await self._check_budget(record)
+
+    def _keep_busy(self, record: TaskRecord) -> None:
+        """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
+        task works), except while a permission question waits for a person."""
+        for busy in self.lineage(record):
+            busy.progress.last_activity = time.monotonic()
+            if busy.idle is not None and not busy.resources.asking:
+                busy.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+
+    def _track(self, record: TaskRecord, event: TaskEvent) -> bool:
+        """Update the task's progress and transcript from one event; True when the event spent tokens."""
+        progress = record.progress
+        if isinstance(event, TurnStarted):
+            progress.turn, progress.max_turns = event.turn, event.max_turns
+            progress.current_tools.clear()
+        elif isinstance(event, ModelResponded):
+            progress.usage += event.usage
+            return True
+        elif isinstance(event, ToolStarted):
+            progress.tool_uses += 1
+            progress.current_tools.append(event.call.name)
+        elif isinstance(event, ToolFinished):
+            if event.call.name in progress.current_tools:
+                progress.current_tools.remove(event.call.name)
+            self._record_new_denials(record)
+        elif isinstance(event, MessageAppended):
+            self._write_transcript(record.transcript.message, event.message)
+        elif isinstance(event, Compacted):
+            progress.usage += event.usage
+            self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
+            return True
+        elif isinstance(event, BudgetWarning):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._write_transcript(record.transcript.notice, "budget_warning", budget_warning_text(event))
+        return False
+
+    async def _check_budget(self, record: TaskRecord) -> None:
+        """End the task once it has spent its budget; warn once when it passes most of it.
+
+        Raises:
+            BudgetExceededError: the task spent its budget (the loop stops with it, before the next request).
+        """
+        budget, spent = record.budget, record.cost_usd()
+        if budget is None or spent is None:
+            return
+        if spent >= budget.usd:
+            raise BudgetExceededError(budget_usd=budget.usd, spent_usd=spent, source=budget.source)
+        if spent >= budget.usd * BUDGET_WARNING_SHARE and not record.progress.budget_warned:
+            record.progress.budget_warned = True
+            await self._on_event(record, BudgetWarning(turn=record.progress.turn, spent_usd=spent, budget=budget))
+
+    def _record_new_denials(self, record: TaskRecord) -> None:
+        """Denials are collected by the permission gate; each new one also goes into the transcript, as it happens."""
+        denials = record.resources.denials
+        for denial in denials[record.progress.denials_written :]:
+            self._write_transcript(record.transcript.denial, denial)
+        record.progress.denials_written = len(denials)
 
     # ---- how a task ends --------------------------------------------------------------------------------------------
 
     def _counts(self, record: TaskRecord) -> RunCounts:
         progress = record.progress
-        usage = progress.usage + record.resources.descendant_usage
-        return RunCounts(turns=progress.turn, tool_uses=progress.tool_uses, usage=usage, duration_s=progress.elapsed())
+        return RunCounts(
+            turns=progress.turn,
+            tool_uses=progress.tool_uses,
+            usage=progress.usage + record.resources.descendant_usage,
+            duration_s=progress.elapsed(),
+            cost_usd=record.cost_usd(),
+        )
 
     def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
+        cost = record.cost_of(result.usage)
         counts = RunCounts(
             turns=result.turns,
             tool_uses=result.tool_uses,
             usage=result.usage + record.resources.descendant_usage,
             duration_s=result.duration_s,
+            cost_usd=cost,
         )
         return TaskOutcome(
             state="completed",
@@ -413,6 +530,15 @@ class TaskManager:
         )
 
     def _failed(self, record: TaskRecord, exc: Exception) -> TaskOutcome:
+        if isinstance(exc, BudgetExceededError):
+            return TaskOutcome(
+                state="failed",
+                counts=self._counts(record),
+                failure="budget",
+                budget_usd=exc.budget_usd,
+                budget_source=exc.source,
+                denials=tuple(record.resources.denials),
+            )
         message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, SubagentsError):
             logger.error("task %s crashed", record.id, exc_info=exc)
@@ -450,12 +576,17 @@ class TaskManager:
             record.resources.processes.kill_all()
         self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
         self._write_transcript(record.transcript.finished, outcome)
+        if self.observer is not None:
+            try:
+                self.observer.finished(record, outcome)
+            except Exception:
+                logger.exception("the task observer failed; the task ends all the same")
         record.done.set()
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
-    def _write_transcript(self, write: Callable[..., None], *args: object) -> None:
+    def _write_transcript(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:
         try:
-            write(*args)
+            write(*args, **kwargs)
         except OSError:
             logger.warning("could not write a transcript line", exc_info=True)
 
@@ -465,3 +596,15 @@ class TaskManager:
                 out.write(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
+
+
+def _runs_elsewhere(pid: int | None) -> bool:
+    if pid is None or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -8,6 +8,7 @@ conversation was replaced by a summary: resuming starts from the messages after 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -16,8 +17,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from .messages import AssistantMessage, Message, ToolResult, ToolResultMessage
+from .messages import AssistantMessage, Message, ToolResult, ToolResultMessage, Usage
 from .outcome import FINISHED_STATES, TaskOutcome, decode_outcome, encode_outcome
+from .permissions.asking import Denial
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 
@@ -48,6 +50,12 @@ class TranscriptHeader:
     """The principal the task belongs to; transcripts written before owners were recorded belong to the local user."""
     parent: str | None = None
     """The task whose agent launched this one (a nested subagent)."""
+    model: str = ""
+    budget_usd: float | None = None
+    pid: int | None = None
+    """The server process that runs the task."""
+    control: str | None = None
+    """The name of that process's control channel under the state directory (`tasks stop`, the dashboard)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,8 +89,32 @@ class TranscriptWriter:
                 "resumed_from": header.resumed_from,
                 "owner": header.owner,
                 **({"parent": header.parent} if header.parent else {}),
+                "model": header.model,
+                "budget_usd": header.budget_usd,
+                "pid": header.pid,
+                "control": header.control,
             }
         )
+
+    def running(self) -> None:
+        """The task left the queue and started."""
+        self._append({"type": "state", "state": "running", "at": time.time()})
+
+    def usage(self, *, turn: int, usage: Usage, cost_usd: float | None) -> None:
+        """The task's token counts and cost so far, after a model response."""
+        counts = {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_tokens": usage.cache_creation_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+        }
+        self._append({"type": "usage", "turn": turn, "at": time.time(), "usage": counts, "cost_usd": cost_usd})
+
+    def denial(self, denial: Denial) -> None:
+        self._append({"type": "denial", "tool": denial.tool, "arguments": denial.arguments, "reason": denial.reason})
+
+    def notice(self, kind: str, text: str) -> None:
+        self._append({"type": "notice", "kind": kind, "text": text, "at": time.time()})
 
     def message(self, message: Message) -> None:
         self._append({"type": "message", "message": encode_message(message)})
@@ -119,10 +151,18 @@ def read_summary(path: Path) -> TranscriptSummary | None:
                 resumed_from=entry.get("resumed_from"),
                 owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
                 parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
+                model=str(entry.get("model") or ""),
+                budget_usd=_number(entry.get("budget_usd")),
+                pid=entry.get("pid") if isinstance(entry.get("pid"), int) else None,
+                control=entry.get("control") if isinstance(entry.get("control"), str) else None,
             )
         elif entry.get("type") == "end":
             outcome = _end_outcome(entry)
     return None if header is None else TranscriptSummary(header=header, outcome=outcome)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _end_outcome(entry: dict[str, Any]) -> TaskOutcome:

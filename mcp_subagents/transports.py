@@ -154,11 +154,14 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(server: SubagentsServer, settings: Settings, listener: HttpListener | None = None) -> None:
+async def serve(
+    server: SubagentsServer, settings: Settings, listener: HttpListener | None = None, *, stdin: Any = None
+) -> None:
+    """Serve until the transport ends. `stdin` (stdio only) replaces the SDK's stdin reader: async lines of text."""
     if settings.transport == "stdio":
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
     listener = listener or open_listener(settings)

@@ -33,6 +33,7 @@ def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
     for result in (by_script, by_module):
         assert result.returncode == 0
         assert "serve" in result.stdout and "agents" in result.stdout and "run" in result.stdout
+        assert "tasks" in result.stdout and "dashboard" in result.stdout
     serve_help = run_cli("serve", "--help", home=tmp_path).stdout
     for flag in (
         "--transport",
@@ -46,6 +47,10 @@ def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
         "--model",
         "--state-dir",
         "MCP_SUBAGENTS_TRANSPORT",
+        "--max-budget-usd",
+        "--otel",
+        "--dashboard",
+        "--dashboard-port",
     ):
         assert flag in serve_help
 
@@ -124,10 +129,13 @@ def test_the_built_in_agents_pass_the_validator(tmp_path: Path, capsys: pytest.C
     assert (exited.value.code, out, err) == (0, "", "all files are valid\n")
 
 
-def test_run_without_a_provider_prints_the_task_error(tmp_path: Path) -> None:
+def test_run_without_a_provider_says_so(tmp_path: Path) -> None:
     result = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), home=tmp_path)
-    assert result.returncode == 1
-    assert result.stdout.startswith('<task_error agent="Explore">No model provider is configured')
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("mcp-subagents: No model provider is configured")
+    raw = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), "--raw", home=tmp_path)
+    assert raw.returncode == 1
+    assert raw.stdout.startswith('<task_error agent="Explore">No model provider is configured')
 
 
 def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path) -> None:

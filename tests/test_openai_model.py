@@ -91,4 +91,4 @@ def test_run_from_the_shell_refuses_with_the_hint(
     with pytest.raises(SystemExit) as exited:
         main(["run", "general-purpose", "hi", "--cwd", str(tmp_path), "--state-dir", str(tmp_path / "state")])
     assert exited.value.code == 1
-    assert HINT in capsys.readouterr().out
+    assert HINT in capsys.readouterr().err  # `run` speaks to a person on stderr (--raw prints the task_error)

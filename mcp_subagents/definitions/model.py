@@ -36,6 +36,8 @@ class AgentDefinition:
     permission_mode: str | None = None
     """One of default, acceptEdits, auto, dontAsk, bypassPermissions, plan (`manual` becomes `default`)."""
     max_turns: int | None = None
+    max_budget_usd: float | None = None
+    """`maxBudgetUsd`: USD one task of this agent may spend; the lower of it and `--max-budget-usd` applies."""
     skills: tuple[str, ...] = ()
     mcp_servers: tuple[McpServerSpec, ...] = ()
     hooks: JsonObject | None = None

@@ -37,6 +37,7 @@ KNOWN_FIELDS: Final = frozenset(
         "model",
         "permissionMode",
         "maxTurns",
+        "maxBudgetUsd",
         "skills",
         "mcpServers",
         "hooks",
@@ -152,6 +153,7 @@ def _build(
         model=lenient.get("model", _model, "inherit"),
         permission_mode=lenient.get("permissionMode", _permission_mode, None),
         max_turns=lenient.get("maxTurns", partial(_positive_int, key="maxTurns"), None),
+        max_budget_usd=_budget(fields.get("maxBudgetUsd")),
         skills=lenient.get("skills", partial(_string_list, key="skills"), ()),
         mcp_servers=_mcp_servers(fields, lenient.warnings),
         hooks=_mapping(fields, "hooks"),
@@ -292,6 +294,20 @@ def _positive_int(value: Any, *, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise DefinitionError(f"{key} must be a positive integer, got {value!r}")
     return value
+
+
+def _budget(value: Any) -> float | None:
+    """A spending limit: a bad value rejects the file, since dropping the field would lift the limit."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip().removeprefix("$"))
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise DefinitionError(f"maxBudgetUsd must be a positive amount of USD, got {value!r}")
+    return float(value)
 
 
 def _string_list(value: Any, *, key: str) -> tuple[str, ...]:

@@ -42,6 +42,8 @@ _FIELD_HINTS: Final = {
     "disallowed-tools": "disallowedTools",
     "max_turns": "maxTurns",
     "max-turns": "maxTurns",
+    "max_budget_usd": "maxBudgetUsd",
+    "max-budget-usd": "maxBudgetUsd",
     "permission_mode": "permissionMode",
     "permission-mode": "permissionMode",
     "mcp_servers": "mcpServers",

@@ -12,6 +12,7 @@ No provider SDK is imported here: each adapter names its own SDK's client and ex
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import logging
 import random
@@ -19,12 +20,22 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
-from typing import ClassVar, Generic, Protocol, TypedDict, TypeVar
+from typing import ClassVar, Generic, NotRequired, Protocol, TypedDict, TypeVar
 
 import anyio
 import httpx2
 
 from ..errors import ModelAPIError, PromptTooLongError
+from ..messages import (
+    AssistantMessage,
+    TextPart,
+    ThinkingPart,
+    ToolCall,
+    ToolDefinition,
+    ToolResult,
+    ToolResultMessage,
+    UserMessage,
+)
 from ..redaction import Redactor
 from .base import ModelRequest, ModelResponse
 from .resolve import MODEL_HINT
@@ -65,6 +76,26 @@ class SdkClient(Protocol):
 ClientT = TypeVar("ClientT", bound=SdkClient)
 
 
+REHEARSAL_REQUEST = ModelRequest(
+    model="rehearsal",
+    system="Rehearsal.",
+    messages=(
+        UserMessage(content="Look.", context=("ctx",)),
+        AssistantMessage(
+            parts=(
+                ThinkingPart(text="", signature="sig"),
+                TextPart(text="Looking."),
+                ToolCall(id="call_1", name="Glob", arguments={"pattern": "*"}),
+            )
+        ),
+        ToolResultMessage(results=(ToolResult(call_id="call_1", content="a.md"),)),
+    ),
+    tools=(ToolDefinition(name="Glob", description="Find files."),),
+    max_tokens=64,
+)
+"""A request with every kind of part, so the rehearsal maps what real requests carry."""
+
+
 class ClientOptions(TypedDict):
     """The keyword arguments that both SDKs' async clients are built with."""
 
@@ -73,6 +104,7 @@ class ClientOptions(TypedDict):
     max_retries: int
     timeout: httpx2.Timeout
     _strict_response_validation: bool
+    http_client: NotRequired[httpx2.AsyncClient]
 
 
 class StreamBroken(Exception):
@@ -116,6 +148,8 @@ class SdkAdapter(ABC, Generic[ClientT]):
         self._max_backoff = max_backoff
         self._strict_validation = strict_validation
         self._client: ClientT | None = None
+        self._http_client: httpx2.AsyncClient | None = None
+        """Only for the offline rehearsal (`open`): the SDK's transport, replaced by a canned answer."""
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -177,19 +211,53 @@ class SdkAdapter(ABC, Generic[ClientT]):
         """The environment variable the key came from, named when the provider rejects it."""
         return self._key_variable
 
+    def open(self) -> None:
+        """Build the SDK client now rather than at the first request (it takes tens of milliseconds), and rehearse a
+        request: the SDK builds its request and response types lazily, at the first request (about a fifth of a
+        second), so one request against a canned answer, offline, takes that cost ahead of the first Task.
+
+        Runs in a worker thread, with an event loop of its own for the rehearsal."""
+        self._client_for_request()
+        try:
+            anyio.run(self._rehearse)
+        except Exception:  # only a head start: the real first request works without it
+            logger.debug("the offline rehearsal request failed", exc_info=True)
+
+    async def _rehearse(self) -> None:
+        rehearsal = copy.copy(self)
+        body = self._rehearsal_stream()
+        transport = httpx2.MockTransport(
+            lambda _request: httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+        )
+        rehearsal._base_url = "http://rehearsal.invalid"
+        rehearsal._http_client = httpx2.AsyncClient(transport=transport)
+        rehearsal._client = None
+        try:
+            await rehearsal.request(REHEARSAL_REQUEST)
+        finally:
+            await rehearsal.aclose()
+            await rehearsal._http_client.aclose()
+
+    @abstractmethod
+    def _rehearsal_stream(self) -> bytes:
+        """A short streamed answer in the provider's wire format: text, a tool call and usage."""
+
     def _client_for_request(self) -> ClientT:
         if self._client is None:
             self._client = self._open_client()
         return self._client
 
     def _client_options(self) -> ClientOptions:
-        return ClientOptions(
+        options = ClientOptions(
             api_key=self._api_key,
             base_url=self._base_url,
             max_retries=0,
             timeout=httpx2.Timeout(self._request_timeout, connect=min(_CONNECT_TIMEOUT, self._request_timeout)),
             _strict_response_validation=self._strict_validation,
         )
+        if self._http_client is not None:
+            options["http_client"] = self._http_client
+        return options
 
     async def _converting_errors(self, stream: Callable[[], Awaitable[T]]) -> T:
         """`stream()`, with any SDK error (or a stream broken part-way) raised as a `ModelAPIError`."""

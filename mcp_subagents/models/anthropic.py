@@ -15,6 +15,7 @@ turn and asking again, up to `_MAX_PAUSE_CONTINUATIONS` times; a turn still paus
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any, cast
 
@@ -81,8 +82,12 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
                 max_retries=options["max_retries"],
                 timeout=options["timeout"],
                 _strict_response_validation=options["_strict_response_validation"],
+                http_client=options.get("http_client"),
             )
         return _ApiKeyHeaderClient(**options)
+
+    def _rehearsal_stream(self) -> bytes:
+        return _REHEARSAL_EVENTS
 
     def _credential_variable(self) -> str:
         return "ANTHROPIC_AUTH_TOKEN" if self._bearer else self._key_variable
@@ -277,3 +282,46 @@ def _usage(message: APIMessage) -> Usage:
 
 def _body_text(body: object) -> str:
     return body.strip()[:500] if isinstance(body, str) else ""
+
+
+def _sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events)
+
+
+_REHEARSAL_USAGE: dict[str, Any] = {
+    "input_tokens": 1,
+    "output_tokens": 1,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+}
+_REHEARSAL_EVENTS = _sse(
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_rehearsal",
+            "type": "message",
+            "role": "assistant",
+            "model": "rehearsal",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": _REHEARSAL_USAGE,
+        },
+    },
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Done."}},
+    {"type": "content_block_stop", "index": 1},
+    {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Glob", "input": {}},
+    },
+    {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+    {"type": "content_block_stop", "index": 2},
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": _REHEARSAL_USAGE},
+    {"type": "message_stop"},
+)
+"""What the offline rehearsal (`SdkAdapter.open`) streams: thinking, text and a tool call, as the API sends them."""

@@ -59,6 +59,9 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
     def _open_client(self) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(**self._client_options())
 
+    def _rehearsal_stream(self) -> bytes:
+        return _REHEARSAL_CHUNKS
+
     async def _request(self, request: ModelRequest) -> ModelResponse:
         messages = to_openai_messages(request.system, request.messages)
         tools = to_openai_tools(request.tools)
@@ -252,3 +255,27 @@ def _detail(body: object) -> str:
         message = cast(dict[str, object], body).get("message")
         return message if isinstance(message, str) else ""
     return body.strip()[:500] if isinstance(body, str) else ""
+
+
+def _chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: dict[str, int] | None = None) -> bytes:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    body = {"id": "rehearsal", "object": "chat.completion.chunk", "created": 0, "model": "rehearsal"}
+    return f"data: {json.dumps({**body, 'choices': choices, 'usage': usage})}\n\n".encode()
+
+
+_REHEARSAL_CHUNKS = b"".join(
+    (
+        _chunk({"role": "assistant", "content": "Done."}),
+        _chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_1", "type": "function", "function": {"name": "Glob", "arguments": "{}"}}
+                ]
+            }
+        ),
+        _chunk({}, finish="tool_calls"),
+        _chunk(None, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        b"data: [DONE]\n\n",
+    )
+)
+"""What the offline rehearsal (`SdkAdapter.open`) streams: text and a tool call, as chat completions send them."""

@@ -104,11 +104,16 @@ _DECORATIONS: Final = re.compile(r"(-\d{8}|@\d{8}|-v\d+:\d+|\[1m\])+$")
 _ALIASES: Final = {"claude-sonnet-4": "claude-sonnet-4-0", "claude-opus-4": "claude-opus-4-0"}
 
 
-def model_profile(model_id: str) -> ModelProfile:
-    """The profile of `model_id`. Dated snapshots (`claude-sonnet-4-5-20250929`), cloud prefixes and suffixes
-    (`us.anthropic.claude-...-v1:0`, `...@20250929`) and the `[1m]` marker count as the model they name."""
+def canonical_model_id(model_id: str) -> str:
+    """The model `model_id` names: dated snapshots (`claude-sonnet-4-5-20250929`), cloud prefixes and suffixes
+    (`us.anthropic.claude-...-v1:0`, `...@20250929`) and the `[1m]` marker removed."""
     base = _DECORATIONS.sub("", model_id.rpartition(".")[2] if ".claude-" in model_id else model_id)
-    base = _ALIASES.get(base, base)
+    return _ALIASES.get(base, base)
+
+
+def model_profile(model_id: str) -> ModelProfile:
+    """The profile of `model_id`, or of the model it names (see `canonical_model_id`)."""
+    base = canonical_model_id(model_id)
     profile = _PROFILES.get(base)
     if profile is None:
         return ModelProfile(model_id=model_id)

@@ -58,22 +58,31 @@ def provider_config(requested: str | None, environ: Mapping[str, str]) -> Provid
 
 
 async def create_model(config: ProviderConfig | None, *, deadline: float, max_retries: int = 10) -> Model:
-    """Build the provider's adapter, importing its SDK in a worker thread so the server keeps answering.
+    """Build the provider's adapter and its SDK client in a worker thread (importing the SDK takes seconds), so the
+    server keeps answering meanwhile.
 
     Raises:
         ProviderNotConfiguredError: no provider is configured.
     """
     if config is None:
         raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
-    module = await anyio.to_thread.run_sync(importlib.import_module, f"mcp_subagents.models.{config.name}")
+    # Abandoned on cancel, so a server stopping mid-import exits at once (the import finishes in its thread).
+    return await anyio.to_thread.run_sync(_build, config, deadline, max_retries, abandon_on_cancel=True)
+
+
+def _build(config: ProviderConfig, deadline: float, max_retries: int) -> Model:
+    module = importlib.import_module(f"mcp_subagents.models.{config.name}")
     if config.name == "anthropic":
-        return module.AnthropicModel(
+        model = module.AnthropicModel(
             api_key=config.api_key,
             base_url=config.base_url,
             deadline=deadline,
             max_retries=max_retries,
             bearer=config.bearer,
         )
-    return module.OpenAIModel(
-        api_key=config.api_key, base_url=config.base_url, deadline=deadline, max_retries=max_retries
-    )
+    else:
+        model = module.OpenAIModel(
+            api_key=config.api_key, base_url=config.base_url, deadline=deadline, max_retries=max_retries
+        )
+    model.open()
+    return model

@@ -5,11 +5,26 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from ..messages import Usage
 from ..outcome import RunCounts, TaskOutcome
 from ..permissions.asking import Denial
-from ..task_record import TaskRecord
+
+
+class TaskIdentity(Protocol):
+    """What a result names of its task: a live `TaskRecord`, or a task read back from the state directory."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def output_path(self) -> Path: ...
+    @property
+    def resumed_from(self) -> str | None: ...
+
 
 _OWN_TAG = re.compile(r"<(?=/?\s*(?:task_result|task_error|usage)\b)", re.IGNORECASE)
 
@@ -30,15 +45,22 @@ class RunStats:
     tool_uses: int
     usage: Usage
     duration_s: float
+    cost_usd: float | None = None
+
+
+def usd_value(cost: float) -> str:
+    """A cost for machines and models: plain decimal USD, six places at most, no exponent."""
+    return f"{cost:.6f}".rstrip("0").rstrip(".") or "0"
 
 
 def usage_line(stats: RunStats) -> str:
     u = stats.usage
+    cost = "" if stats.cost_usd is None else f"cost_usd: {usd_value(stats.cost_usd)}; "
     return (
         f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
         f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
         f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
-        f"duration_ms: {round(stats.duration_s * 1000)}</usage>"
+        f"{cost}duration_ms: {round(stats.duration_s * 1000)}</usage>"
     )
 
 
@@ -70,7 +92,7 @@ def denial_notes(denials: Iterable[Denial]) -> list[str]:
     return [f"[Permission denied for {len(lines)} tool call(s):\n" + "\n".join(lines) + "]"]
 
 
-def stopped_message(record: TaskRecord, counts: RunCounts | None) -> str:
+def stopped_message(record: TaskIdentity, counts: RunCounts | None) -> str:
     turns, tool_uses = (counts.turns, counts.tool_uses) if counts else (0, 0)
     return (
         f"Task {record.id} was stopped after {turns} turn(s) and {tool_uses} tool use(s). "
@@ -90,11 +112,17 @@ def failure_message(outcome: TaskOutcome) -> str:
             return f"Task exceeded its time limit of {outcome.limit_s:g} s"
         case "idle":
             return f"Task made no progress (no model reply or tool result) for {outcome.limit_s:g} s"
+        case "budget":
+            spent = outcome.counts.cost_usd if outcome.counts and outcome.counts.cost_usd is not None else 0.0
+            return (
+                f"Task stopped at its budget: it spent ${usd_value(spent)} of the ${outcome.budget_usd:g} allowed "
+                f"by {outcome.budget_source}. Raise the budget and continue it with Task resume, or narrow the task."
+            )
         case _:
             return outcome.error
 
 
-def outcome_text(record: TaskRecord, outcome: TaskOutcome, *, max_chars: int | None) -> str:
+def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int | None) -> str:
     """The result the host gets for a finished task; `max_chars` cuts the agent's text (None: never cut)."""
     if outcome.rendered is not None:
         return outcome.rendered
@@ -125,10 +153,11 @@ def _stats(task_id: str, counts: RunCounts) -> RunStats:
         tool_uses=counts.tool_uses,
         usage=counts.usage,
         duration_s=counts.duration_s,
+        cost_usd=counts.cost_usd,
     )
 
 
-def _completion_notes(record: TaskRecord, outcome: TaskOutcome) -> list[str]:
+def _completion_notes(record: TaskIdentity, outcome: TaskOutcome) -> list[str]:
     notes: list[str] = []
     if record.resumed_from:
         notes.append(f"[Resumed task {record.resumed_from}.]")

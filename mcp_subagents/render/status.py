@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..loop import Compacted, ModelResponded, RunEvent, ToolFinished, ToolStarted
-from ..task_record import TaskRecord
-from .envelopes import outcome_text
+from ..loop import Compacted, ModelResponded, ToolFinished, ToolStarted
+from ..task_record import BudgetWarning, TaskEvent, TaskRecord
+from .envelopes import outcome_text, usd_value
 
 
 def launched_text(record: TaskRecord) -> str:
@@ -53,16 +53,36 @@ def status_text(
     if queue is not None:
         lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
     elif record.state == "running":
-        progress = record.progress
-        lines.append(
-            f"<progress>turn {progress.turn} of {progress.max_turns}, {progress.tool_uses} tool use(s), "
-            f"{progress.elapsed():.0f} s</progress>"
-        )
+        lines.append(f"<progress>{progress_text(record)}</progress>")
     if record.outcome is not None:
         lines.append(outcome_text(record, record.outcome, max_chars=max_result_chars))
     else:
         lines.append(f"<output>\n{recent_output}</output>")
     return "\n".join(lines)
+
+
+def progress_text(record: TaskRecord) -> str:
+    """Where a running task stands: `starting` until its first model request, then turns, tools, tokens, cost."""
+    progress = record.progress
+    if progress.turn == 0:
+        return f"starting, {progress.elapsed():.0f} s"
+    u = progress.usage
+    tokens = u.input_tokens + u.output_tokens + u.cache_creation_tokens + u.cache_read_tokens
+    cost = record.cost_usd()
+    spent = "" if cost is None else f", cost_usd {usd_value(cost)}"
+    return (
+        f"turn {progress.turn} of {progress.max_turns}, {progress.tool_uses} tool use(s), {tokens} tokens{spent}, "
+        f"{progress.elapsed():.0f} s"
+    )
+
+
+def budget_warning_text(warning: BudgetWarning) -> str:
+    budget = warning.budget
+    share = warning.spent_usd / budget.usd if budget.usd else 1.0
+    return (
+        f"spent ${usd_value(warning.spent_usd)} of its ${budget.usd:g} budget ({share:.0%}, {budget.source}); "
+        "it stops when the budget is spent"
+    )
 
 
 def already_finished_text(record: TaskRecord) -> str:
@@ -91,8 +111,10 @@ def stale_answer_text(record: TaskRecord | None, *, task_id: str) -> str:
     )
 
 
-def describe_event(event: RunEvent) -> str | None:
+def describe_event(event: TaskEvent) -> str | None:
     """One readable line for a turn or tool event (the output file's format), or None for other events."""
+    if isinstance(event, BudgetWarning):
+        return f"[turn {event.turn}] budget: {budget_warning_text(event)}\n"
     if isinstance(event, ModelResponded):
         calls = ", ".join(call.name for call in event.message.tool_calls)
         text = " ".join(event.message.text.split())

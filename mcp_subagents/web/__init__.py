@@ -1,0 +1,1 @@
+"""Pages and scripts shipped as package data: the MCP App view and the dashboard."""

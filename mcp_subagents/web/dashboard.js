@@ -1,0 +1,227 @@
+"use strict";
+// The dashboard: the task list (#/) and one task's page (#/task/ID), kept live by server-sent events.
+// Every text that comes from a task is put in with textContent, never as HTML: it was written by a model.
+(() => {
+  const token = document.querySelector('meta[name="dashboard-token"]').content;
+  history.replaceState(null, "", location.pathname + location.hash);  // the secret leaves the address bar
+  const view = document.getElementById("view");
+  let stream = null;
+
+  function el(tag, attributes, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attributes || {})) {
+      if (key === "class") node.className = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  const usd = (cost) => {
+    if (cost === null || cost === undefined) return "–";
+    if (cost >= 10) return "$" + cost.toFixed(2);
+    if (cost >= 0.01) return "$" + cost.toFixed(4);
+    return cost === 0 ? "$0" : "$" + cost.toFixed(6).replace(/0+$/, "");
+  };
+  const tokens = (count) => (count >= 1000 ? (count / 1000).toFixed(1) + "k" : String(count));
+  const seconds = (value) => {
+    if (value < 60) return value.toFixed(1) + " s";
+    const minutes = Math.floor(value / 60);
+    return minutes + " min " + String(Math.floor(value % 60)).padStart(2, "0") + " s";
+  };
+  const when = (epoch) => new Date(epoch * 1000).toLocaleString();
+  const badge = (state) => el("span", { class: "state " + state }, state);
+  const live = (on) => document.getElementById("live").classList.toggle("on", on);
+
+  function listen(path, handlers) {
+    if (stream) stream.close();
+    stream = new EventSource(path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token));
+    stream.onopen = () => live(true);
+    stream.onerror = () => live(false);
+    for (const [name, handler] of Object.entries(handlers)) {
+      stream.addEventListener(name, (event) => handler(JSON.parse(event.data)));
+    }
+  }
+
+  async function post(path, body) {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Dashboard-Token": token },
+      body: JSON.stringify(body || {}),
+    });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(answer.error || response.statusText);
+    return answer;
+  }
+
+  // ---- the task list ----------------------------------------------------------------------------------------------
+
+  function showList() {
+    view.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+    listen("/api/events", { tasks: (data) => renderList(data.tasks) });
+  }
+
+  function renderList(tasks) {
+    const running = tasks.filter((t) => t.state === "running" || t.state === "queued").length;
+    const spent = tasks.reduce((sum, t) => sum + (t.cost_usd || 0), 0);
+    document.getElementById("summary").textContent =
+      `${tasks.length} task(s), ${running} running, ${usd(spent)} spent`;
+    if (!tasks.length) {
+      view.replaceChildren(el("p", { class: "empty" }, "No tasks in this state directory yet."));
+      return;
+    }
+    const rows = tasks.map((t) =>
+      el("tr", { class: "task", "data-task-id": t.task_id, onclick: () => (location.hash = "#/task/" + t.task_id) },
+        el("td", {}, badge(t.state)),
+        el("td", {}, t.agent),
+        el("td", { class: "desc", title: t.description }, t.description),
+        el("td", { class: "tool" }, t.current_tools.join(", ")),
+        el("td", { class: "num" }, String(t.turns)),
+        el("td", { class: "num" }, tokens(t.tokens)),
+        el("td", { class: "num" }, usd(t.cost_usd)),
+        el("td", { class: "num" }, seconds(t.elapsed_s)),
+        el("td", { class: "muted" }, when(t.created)),
+        el("td", { class: "muted" }, t.owner)));
+    view.replaceChildren(el("table", {},
+      el("thead", {}, el("tr", {}, ...["state", "agent", "description", "running", "turns", "tokens", "cost",
+        "elapsed", "started", "owner"].map((name) => el("th", {}, name)))),
+      el("tbody", {}, ...rows)));
+  }
+
+  // ---- one task ---------------------------------------------------------------------------------------------------
+
+  function showTask(taskId) {
+    const facts = el("div", { class: "facts" });
+    const title = el("h1", {});
+    const actions = el("div", { class: "actions" });
+    const chart = el("div", { class: "chart" });
+    const transcript = el("div", { class: "transcript" });
+    const points = [];
+    view.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tasks")), title, facts, actions, chart,
+      el("h2", {}, "Transcript"), transcript);
+    listen(`/api/tasks/${encodeURIComponent(taskId)}/events`, {
+      task: (data) => data.task && renderSummary(data.task, title, facts, actions),
+      items: (data) => {
+        for (const item of data.items) {
+          if (item.kind === "usage") points.push(item);
+          else transcript.append(renderItem(item));
+        }
+        renderChart(chart, points);
+      },
+    });
+  }
+
+  function fact(label, value) { return el("div", { class: "fact" }, el("span", {}, label), el("b", {}, value)); }
+
+  function renderSummary(task, title, facts, actions) {
+    document.getElementById("summary").textContent = task.task_id;
+    title.replaceChildren(task.agent, badge(task.state), el("span", { class: "muted" }, task.description));
+    facts.replaceChildren(
+      fact("turns", String(task.turns)),
+      fact("tool uses", String(task.tool_uses)),
+      fact("running now", task.current_tools.join(", ") || "–"),
+      fact("tokens", task.tokens.toLocaleString()),
+      fact("cost", usd(task.cost_usd) + (task.budget_usd ? ` of $${task.budget_usd}` : "")),
+      fact("elapsed", seconds(task.elapsed_s)),
+      fact("model", task.model || "–"),
+      fact("owner", task.owner),
+      fact("started", when(task.created)),
+      fact("denied calls", String(task.denials)));
+    const message = el("span", { class: "message" });
+    if (task.state === "running" || task.state === "queued") {
+      const stop = el("button", { class: "stop", onclick: async () => {
+        stop.disabled = true;
+        stop.textContent = "Stopping…";
+        try { await post(`/api/tasks/${task.task_id}/stop`); }
+        catch (error) { message.textContent = error.message; stop.disabled = false; stop.textContent = "Stop"; }
+      } }, "Stop");
+      actions.replaceChildren(stop, message);
+    } else {
+      const prompt = el("textarea", { placeholder: "What the agent should do next", "aria-label": "resume prompt" });
+      const resume = el("button", { onclick: async () => {
+        if (!prompt.value.trim()) { message.textContent = "Write what the agent should do next."; return; }
+        resume.disabled = true;
+        try {
+          const started = await post(`/api/tasks/${task.task_id}/resume`, { prompt: prompt.value });
+          location.hash = "#/task/" + started.task_id;
+        } catch (error) { message.textContent = error.message; resume.disabled = false; }
+      } }, "Resume");
+      actions.replaceChildren(prompt, resume, message);
+    }
+  }
+
+  function renderItem(item) {
+    switch (item.kind) {
+      case "started":
+        return el("div", { class: "item notice" }, el("div", { class: "label" }, "started"), when(item.at));
+      case "user":
+        return el("div", { class: "item user" }, el("div", { class: "label" },
+          "prompt" + (item.context_blocks ? ` (with ${item.context_blocks} context block(s))` : "")),
+          el("pre", {}, item.text));
+      case "assistant":
+        return el("div", { class: "item assistant" }, el("div", { class: "label" },
+          "assistant" + (item.thinking ? " (thought first)" : "")),
+          item.text ? el("pre", {}, item.text) : null,
+          ...item.tool_calls.map((call) => el("div", {}, el("span", { class: "tool" }, "→ " + call.name + " "),
+            el("pre", {}, JSON.stringify(call.arguments, null, 2)))));
+      case "result":
+        return el("div", { class: "item result" + (item.is_error ? " error" : "") },
+          el("details", { open: "" }, el("summary", {}, (item.is_error ? "tool error" : "tool result") +
+            ` (${item.content.length} chars)`), el("pre", {}, item.content)));
+      case "denial":
+        return el("div", { class: "item denial" }, el("div", { class: "label" }, "denied: " + item.tool),
+          el("pre", {}, item.arguments + "\n" + item.reason));
+      case "compaction":
+        return el("div", { class: "item compaction" }, el("div", { class: "label" },
+          `conversation of ${item.replaced} messages summarised (${item.reason})`),
+          el("details", {}, el("summary", {}, "summary"), el("pre", {}, item.summary)));
+      case "notice":
+        return el("div", { class: "item notice" }, el("div", { class: "label" }, "notice"), item.text);
+      case "end":
+        return el("div", { class: "item end " + item.state }, el("div", { class: "label" }, "ended: " + item.state),
+          el("pre", {}, item.text));
+      default:
+        return el("div", { class: "item" }, JSON.stringify(item));
+    }
+  }
+
+  function renderChart(chart, points) {
+    if (!points.length) { chart.replaceChildren(el("span", { class: "muted" }, "No model responses yet.")); return; }
+    const width = 1000, height = 120, pad = 6;
+    const start = points[0].at, span = Math.max(1, points[points.length - 1].at - start);
+    const maxTokens = Math.max(1, ...points.map((p) => p.tokens));
+    const maxCost = Math.max(1e-9, ...points.map((p) => p.cost_usd || 0));
+    const x = (p) => pad + ((p.at - start) / span) * (width - 2 * pad);
+    const line = (value) => points.map((p, i) => `${i ? "L" : "M"}${x(p).toFixed(1)},` +
+      `${(height - pad - value(p) * (height - 2 * pad)).toFixed(1)}`).join(" ");
+    const svgNs = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(svgNs, "svg");
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("preserveAspectRatio", "none");
+    for (const [cls, value] of [["tokens", (p) => p.tokens / maxTokens], ["cost", (p) => (p.cost_usd || 0) / maxCost]]) {
+      const path = document.createElementNS(svgNs, "path");
+      path.setAttribute("class", cls);
+      path.setAttribute("d", points.length > 1 ? line(value) : `M${pad},${height / 2} L${width - pad},${height / 2}`);
+      svg.append(path);
+    }
+    const last = points[points.length - 1];
+    chart.replaceChildren(svg, el("div", { class: "legend" },
+      el("span", { class: "key-tokens" }, `— tokens: ${last.tokens.toLocaleString()}`),
+      el("span", { class: "key-cost" }, `- - cost: ${usd(last.cost_usd)}`),
+      el("span", {}, `over ${seconds(span)}, ${points.length} model response(s)`)));
+  }
+
+  // ---- routing ----------------------------------------------------------------------------------------------------
+
+  function route() {
+    const match = location.hash.match(/^#\/task\/([A-Za-z0-9_-]+)$/);
+    if (match) showTask(match[1]);
+    else showList();
+  }
+  window.addEventListener("hashchange", route);
+  route();
+})();
