@@ -22,6 +22,7 @@ from .definitions import (
     tool_base_name,
 )
 from .definitions.validate import NEVER_GRANTED
+from .environment import secret_values
 from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message
@@ -53,12 +54,6 @@ def definition_sources(settings: Settings) -> DefinitionSources:
         policy_file=settings.policy_file,
         settings_file=settings.settings_file,
     )
-
-
-def secret_values(environ: Mapping[str, str]) -> list[str]:
-    """Values that must never be written anywhere: the provider keys this process can see."""
-    names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
-    return [environ[name] for name in names if len(environ.get(name, "")) >= 8]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

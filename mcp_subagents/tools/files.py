@@ -15,7 +15,7 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolContext, ToolInput, tool_threads
 from .paths import resolve_path
 
 DEFAULT_LINE_LIMIT = 2000
@@ -93,7 +93,7 @@ async def _run_read(ctx: ToolContext, args: ReadInput) -> str:
     if args.pages is not None:
         raise ToolError(f"The pages parameter is only for PDF files. {_PDF_UNSUPPORTED}")
     path = resolve_path(ctx, args.file_path, purpose="read")
-    return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args))
+    return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args), limiter=tool_threads())
 
 
 def _read_file(ctx: ToolContext, path: Path, args: ReadInput) -> str:
@@ -269,7 +269,7 @@ prefer Edit, which sends only the change.
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     data = _encode(args.content, "content")
-    return await anyio.to_thread.run_sync(partial(_write_file, path, data))
+    return await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
 
 
 def _write_file(path: Path, data: bytes) -> str:
@@ -318,7 +318,7 @@ async def _run_edit(ctx: ToolContext, args: EditInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     if args.old_string == args.new_string:
         raise ToolError("No changes to make: old_string and new_string are exactly the same.")
-    return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args))
+    return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args), limiter=tool_threads())
 
 
 def _edit_file(ctx: ToolContext, path: Path, args: EditInput) -> str:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from wcmatch.glob import WcMatcher
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolContext, ToolInput, tool_threads
 from .paths import resolve_path
 from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, newest_first, run_ripgrep, search_root
 
@@ -57,7 +57,9 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         raise ToolError(f"Listing files failed: {completed.error_text()}")
     matcher = _glob_matcher(rest)
     candidates = completed.lines()
-    matches = await anyio.to_thread.run_sync(partial(_matchingnewest_first, root, candidates, matcher))
+    matches = await anyio.to_thread.run_sync(
+        partial(_matchingnewest_first, root, candidates, matcher), limiter=tool_threads()
+    )
     incomplete = (
         "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
         if completed.stdout_overflowed

@@ -10,7 +10,7 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolContext, ToolInput, tool_threads
 from .paths import is_hard_linked
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
@@ -128,9 +128,11 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         records.pop()  # possibly cut in the middle
     if completed.returncode not in (0, 1) and not records:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
-    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records)
+    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records, limiter=tool_threads())
     if args.output_mode == "files_with_matches":
-        paths = await anyio.to_thread.run_sync(newest_first, [Path(path) for path, _ in records if path is not None])
+        paths = await anyio.to_thread.run_sync(
+            newest_first, [Path(path) for path, _ in records if path is not None], limiter=tool_threads()
+        )
         lines = [str(path) for path in paths]
     else:
         lines = _join_records(records, line_numbers=args.line_numbers)
