@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -22,7 +23,7 @@ from .definitions import (
     tool_base_name,
 )
 from .definitions.validate import NEVER_GRANTED
-from .environment import secret_values
+from .environment import scrubbed_environment, secret_values
 from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message
@@ -31,6 +32,7 @@ from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_m
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
 from .prompts import system_prompt
+from .sandbox import RunSandbox, SandboxConfig, SandboxConfigError, SandboxRuntime, parse_sandbox_config
 from .settings import Settings
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
@@ -87,6 +89,21 @@ def select_tools(definition: AgentDefinition, available: Mapping[str, Tool]) -> 
     return chosen, unknown
 
 
+def sandbox_config(settings_file: Path | None) -> SandboxConfig:
+    """The `sandbox` block of the `--settings` file; a broken one is reported and the defaults apply."""
+    if settings_file is None:
+        return SandboxConfig()
+    try:
+        raw: object = json.loads(settings_file.read_text(encoding="utf-8"))
+        block = cast("dict[str, Any]", raw).get("sandbox") if isinstance(raw, dict) else None
+        return parse_sandbox_config(block)
+    except (OSError, ValueError) as exc:
+        logger.warning("sandbox settings in %s not read (%s); using the defaults", settings_file, exc)
+    except SandboxConfigError as exc:
+        logger.error("%s in %s; using the sandbox defaults", exc.message, settings_file)
+    return SandboxConfig()
+
+
 def permission_gate(
     policy: PermissionPolicy, *, agent: str, asker: Callable[[], Asker | None], denials: list[Denial]
 ) -> ToolGate:
@@ -114,6 +131,15 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._warned: set[str] = set()
+        self.sandbox = SandboxRuntime(
+            sandbox_config(settings.settings_file),
+            "off" if settings.sandbox == "off" else "on" if settings.sandbox == "on" else "auto",
+            state_dir=settings.state_dir,
+            home=Path(self.environ.get("HOME") or Path.home()),
+        )
+        for unused in self.sandbox.config.unused:
+            logger.info("%s", unused)
+        (logger.info if self.sandbox.state == "on" else logger.warning)("%s", self.sandbox.describe())
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
@@ -121,6 +147,7 @@ class Subagents:
             try:
                 yield self
             finally:
+                self.sandbox.close()
                 close = getattr(self._model, "aclose", None)
                 if close is not None:
                     with anyio.CancelScope(shield=True):
@@ -176,8 +203,12 @@ class Subagents:
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             model = await self.model()
-            run = self._prepare_run(definition, args, roots, record)
-            return await run_agent(run, args.prompt, model=model, history=history, on_event=listener)
+            run, sandbox = self._prepare_run(definition, args, roots, record)
+            try:
+                return await run_agent(run, args.prompt, model=model, history=history, on_event=listener)
+            finally:
+                if sandbox is not None:
+                    sandbox.close()
 
         return self.tasks.start(
             agent=definition.name,
@@ -194,7 +225,7 @@ class Subagents:
 
     def _prepare_run(
         self, definition: AgentDefinition, args: TaskArguments, roots: tuple[Path, ...], record: TaskRecord
-    ) -> AgentRun:
+    ) -> tuple[AgentRun, RunSandbox | None]:
         # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.
         cwd = self.settings.cwd or (roots[0] if roots else self.settings.working_directory)
         allowed = (cwd, *(root for root in roots if root != cwd))
@@ -202,7 +233,22 @@ class Subagents:
         for name in unknown:
             self._warn_once(f"agent {definition.name} lists tool {name}, which this server does not have; skipped")
         limits = [self.settings.max_turns, definition.max_turns, args.max_turns]
-        return AgentRun(
+        policy = self._permission_policy(definition, cwd, allowed)
+        sandbox = self._run_sandbox(policy, cwd, allowed)
+        gate = permission_gate(policy, agent=definition.name, asker=lambda: record.asker, denials=record.denials)
+        if sandbox is not None:
+            from .sandbox.gate import SandboxAwareGate
+
+            sandboxed = replace(policy, bash_sandboxed=self.sandbox.config.auto_allow_bash_if_sandboxed)
+            gate = SandboxAwareGate(
+                sandbox=sandbox,
+                gate=gate,
+                sandboxed_gate=permission_gate(
+                    sandboxed, agent=definition.name, asker=lambda: record.asker, denials=record.denials
+                ),
+                denials=record.denials,
+            )
+        run = AgentRun(
             agent=definition.name,
             system=system_prompt(definition.prompt, cwd=cwd, critical_reminder=definition.critical_reminder),
             model_id=resolve_model_id(
@@ -213,16 +259,38 @@ class Subagents:
             ),
             tools=tools,
             context=ToolContext(
-                cwd=cwd, allowed_roots=allowed, env=self._tool_environment(), processes=record.processes
+                cwd=cwd,
+                allowed_roots=allowed,
+                env=self._tool_environment(),
+                processes=record.processes,
+                sandbox=sandbox,
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
-            gate=permission_gate(
-                self._permission_policy(definition, cwd, allowed),
-                agent=definition.name,
-                asker=lambda: record.asker,
-                denials=record.denials,
-            ),
+            gate=gate,
+        )
+        return run, sandbox
+
+    def _run_sandbox(self, policy: PermissionPolicy, cwd: Path, allowed: tuple[Path, ...]) -> RunSandbox | None:
+        from .permissions.patterns import DomainPattern, PathPattern
+        from .sandbox.hidden import ReadDenials
+
+        deny = policy.rules.listed("deny")
+        patterns = tuple(
+            rule.matcher for rule in deny if rule.applies_to("Read") and isinstance(rule.matcher, PathPattern)
+        )
+        domains = [
+            rule.matcher.host
+            for rule in policy.rules.listed("allow")
+            if rule.applies_to("WebFetch") and isinstance(rule.matcher, DomainPattern)
+        ]
+        settings_files = [path for path in (self.settings.settings_file, self.settings.policy_file) if path]
+        return self.sandbox.for_run(
+            cwd=cwd,
+            roots=allowed,
+            read_denials=ReadDenials(patterns, policy.bases, allowed) if patterns else None,
+            extra_domains=domains,
+            protected_files=settings_files,
         )
 
     def _warn_once(self, message: str) -> None:
@@ -232,9 +300,8 @@ class Subagents:
             logger.warning("%s", message)
 
     def _tool_environment(self) -> dict[str, str]:
-        from .tools.shell import sanitized_environment
-
-        return sanitized_environment(self.environ)
+        credentials = self.sandbox.config.credentials
+        return scrubbed_environment(self.environ, keep=credentials.allow_env_vars, remove=credentials.deny_env_vars)
 
     def _permission_policy(self, definition: AgentDefinition, cwd: Path, roots: tuple[Path, ...]) -> PermissionPolicy:
         from .permissions import PermissionPolicy, effective_mode, load_rules

@@ -51,6 +51,10 @@ class Settings:
     watch_interval: float = 2.0
     """Seconds between checks of the agent files for changes (0 turns the check off)."""
     log_level: str = "INFO"
+    sandbox: str = "auto"
+    """Bash sandbox: auto (on wherever bubblewrap works), on (refuse to start without it), off."""
+    keep_days: int = 30
+    """Task files older than this many days are removed at start (0 keeps everything)."""
 
     @property
     def working_directory(self) -> Path:
@@ -97,6 +101,13 @@ def _non_negative_seconds(raw: str) -> float:
     value = float(raw)
     if value < 0:
         raise ValueError(f"must be 0 or a positive number of seconds, got {raw}")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"must be 0 or a positive integer, got {raw}")
     return value
 
 
@@ -163,6 +174,18 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     ),
     _Option(
         "--log-level", "log_level", "stderr log level (default: INFO)", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    ),
+    _Option(
+        "--sandbox",
+        "sandbox",
+        "Bash sandbox: auto (on where bubblewrap works), on (required), off (default: auto)",
+        choices=("auto", "on", "off"),
+    ),
+    _Option(
+        "--keep-days",
+        "keep_days",
+        "remove task files older than this many days at start (default: 30; 0 keeps them all)",
+        _non_negative_int,
     ),
 )
 

@@ -19,9 +19,13 @@ MODES = ["legacy", "auto"]
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    """Settings for a server on `tmp_path`. The Bash sandbox is off unless a test asks for it (`sandbox="auto"`):
+    most tests are about what happens around a command, and the sandbox suite tests it on its own."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    base = Settings(cwd=work.resolve(), state_dir=tmp_path / "state", user_agents_dir=tmp_path / "user-agents")
+    base = Settings(
+        cwd=work.resolve(), state_dir=tmp_path / "state", user_agents_dir=tmp_path / "user-agents", sandbox="off"
+    )
     return replace(base, **overrides)
 
 

@@ -44,6 +44,9 @@ class PermissionPolicy:
     home: Path = field(default_factory=Path.home)
     project_root: Path | None = None
     """Where `/path` rules are anchored; None means `cwd`."""
+    bash_sandboxed: bool = False
+    """Bash commands run in the OS sandbox (sandbox.autoAllowBashIfSandboxed): a call that would ask is allowed,
+    unless it sets dangerouslyDisableSandbox. Deny and ask rules still apply."""
 
     @property
     def allowed_roots(self) -> tuple[Path, ...]:
@@ -67,6 +70,8 @@ def decide(policy: PermissionPolicy, tool: str, arguments: JsonObject) -> Verdic
     mode = policy.active_mode
     if tool == "Bash":
         verdict = _bash_verdict(policy, mode, arguments.get("command"))
+        if verdict.decision == "ask" and verdict.rule is None and _sandboxed(policy, arguments):
+            verdict = Verdict("allow", "The command runs in the sandbox, so it needs no approval.")
     else:
         verdict = _tool_verdict(policy, mode, tool, arguments)
     if policy.agent_map is not None and verdict.decision != "deny":
@@ -74,6 +79,10 @@ def decide(policy: PermissionPolicy, tool: str, arguments: JsonObject) -> Verdic
     if verdict.decision == "ask" and mode == "dontAsk":
         verdict = Verdict("deny", f"{verdict.reason} dontAsk mode never asks, so the call was denied.", verdict.rule)
     return verdict
+
+
+def _sandboxed(policy: PermissionPolicy, arguments: JsonObject) -> bool:
+    return policy.bash_sandboxed and arguments.get("dangerouslyDisableSandbox") is not True
 
 
 def _narrow(server: Verdict, agent: Verdict | None) -> Verdict:
