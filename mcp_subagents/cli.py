@@ -6,7 +6,9 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from functools import partial
@@ -91,6 +93,7 @@ def _main(argv: Sequence[str] | None) -> None:
 
 def _serve(settings: Settings) -> None:
     from .notifications import watch_catalog
+    from .processes import harden_server_process, kill_descendants
     from .server import build_server
     from .service import Subagents
     from .transports import serve
@@ -99,12 +102,14 @@ def _serve(settings: Settings) -> None:
         app = Subagents(settings)
         async with app.running(), anyio.create_task_group() as group:
             server = build_server(app)
+            group.start_soon(_stop_on_sigterm, group.cancel_scope)
             if settings.watch_interval > 0:
                 watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
                 group.start_soon(watch)
             await serve(server, settings)
             group.cancel_scope.cancel()
 
+    harden_server_process()
     try:
         anyio.run(main)
     except ConfigError as exc:
@@ -112,10 +117,32 @@ def _serve(settings: Settings) -> None:
         raise SystemExit(2) from None
     except KeyboardInterrupt:
         pass
+    finally:
+        kill_descendants()  # whatever a command detached was re-parented to this process: it goes with it
+    if _terminated.is_set():
+        # The stdin reader thread may still block in read(); the runtime has shut down, so end the process here.
+        logging.shutdown()
+        os._exit(0)
+
+
+_terminated = threading.Event()
+
+
+async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
+    """SIGTERM (how hosts and service managers stop a server) shuts down as cleanly as the end of stdin."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            logging.getLogger("mcp_subagents").info("SIGTERM: shutting down")
+            _terminated.set()
+            scope.cancel()
+            return
 
 
 def _run(settings: Settings, agent: str, prompt: str) -> int:
+    from .processes import harden_server_process, kill_descendants
     from .service import Subagents, TaskArguments
+
+    harden_server_process()
 
     async def main() -> int:
         app = Subagents(settings)
@@ -137,6 +164,8 @@ def _run(settings: Settings, agent: str, prompt: str) -> int:
     except ConfigError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         return 2
+    finally:
+        kill_descendants()
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:

@@ -14,14 +14,14 @@ logger = logging.getLogger(__name__)
 
 
 async def serve(server: SubagentsServer, settings: Settings) -> None:
-    if settings.transport == "stdio":
-        from mcp.server.stdio import stdio_server
+    from .jsonrpc_guard import JsonRpcGuard, guarded_stdio
 
-        async with stdio_server() as (read_stream, write_stream):
+    if settings.transport == "stdio":
+        async with guarded_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
     app = _sse_app(server, settings) if settings.transport == "sse" else _streamable_http_app(server, settings)
-    await _serve_http(app, settings)
+    await _serve_http(JsonRpcGuard(app), settings)
 
 
 def _streamable_http_app(server: SubagentsServer, settings: Settings) -> Any:
