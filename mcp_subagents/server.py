@@ -19,6 +19,7 @@ from .errors import InvalidArgumentsError, ProviderNotConfiguredError, Subagents
 from .loop import RunEvent, ToolStarted, TurnStarted
 from .notifications import ToolListNotifier
 from .permissions.asking import PermissionQuestion
+from .redaction import Redactor
 from .render import AgentLine, task_description, task_error
 from .roots import host_roots
 from .schemas import (
@@ -146,7 +147,7 @@ async def _call_task(app: Subagents, ctx: ServerRequestContext[Any], arguments: 
         return _text(task_error(args.subagent_type, exc.message), is_error=True)
     if record.background:
         return _text(_launched_text(record))
-    progress = _HostReporter(ctx, record)
+    progress = _HostReporter(ctx, record, app.redact)
     record.listeners.append(progress)
     record.asker = _Elicitor(ctx, seconds=app.settings.foreground_deadline)
     try:
@@ -167,9 +168,10 @@ class _HostReporter:
     """Progress for each turn and tool call (a no-op when the host sent no progress token), and log
     notifications of subagent events for hosts that accept them. Neither is needed for a correct result."""
 
-    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord, redact: Redactor) -> None:
         self._ctx = ctx
         self._record = record
+        self._redact = redact
         self._count = 0
 
     async def __call__(self, event: RunEvent) -> None:
@@ -184,7 +186,7 @@ class _HostReporter:
             await self._ctx.session.report_progress(self._count, None, message)
         line = describe_event(event)
         if line is not None:
-            data = {"task_id": self._record.id, "agent": self._record.agent, "event": line.strip()}
+            data = {"task_id": self._record.id, "agent": self._record.agent, "event": self._redact(line.strip())}
             with warnings.catch_warnings():  # deprecated in the 2026 era, still what 2025-era hosts display
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 sending = self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]

@@ -8,7 +8,7 @@ import os
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -32,8 +32,10 @@ from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_m
 from .models.resolve import resolve_model_id
 from .permissions.asking import Asker, Denial
 from .prompts import system_prompt
+from .redaction import Redactor
 from .sandbox import RunSandbox, SandboxConfig, SandboxConfigError, SandboxRuntime, parse_sandbox_config
 from .settings import Settings
+from .state import prepare_state_dir
 from .task_record import Listener, TaskLimits, TaskRecord
 from .tasks import TaskManager
 from .tools import Tool, ToolContext, builtin_tools
@@ -116,6 +118,8 @@ class Subagents:
     def __init__(self, settings: Settings, *, model: Model | None = None, environ: Mapping[str, str] | None = None):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
+        self.redact = Redactor(secret_values(self.environ))
+        """Removes this process's secrets (and their encoded forms) from text the server sends or writes."""
         self.loader = CatalogLoader(definition_sources(settings))
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
@@ -143,6 +147,9 @@ class Subagents:
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
+        await anyio.to_thread.run_sync(
+            partial(prepare_state_dir, self.settings.state_dir, keep_days=self.settings.keep_days)
+        )
         async with self.tasks.running():
             try:
                 yield self

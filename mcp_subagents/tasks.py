@@ -18,6 +18,7 @@ from .loop import MessageAppended, ModelResponded, RunEvent, RunResult, ToolStar
 from .messages import Message
 from .redaction import Redactor
 from .render import task_error
+from .state import private_file
 from .task_record import (
     FINISHED_STATES,
     Job,
@@ -159,6 +160,8 @@ class TaskManager:
             resumed_from=resumed_from,
         )
         record.scope = anyio.CancelScope()
+        for path in (record.output_path, record.transcript.path):
+            private_file(path)
         header = TranscriptHeader(
             task_id=task_id, agent=agent, description=description, created=record.created, resumed_from=resumed_from
         )
