@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -43,7 +45,10 @@ def _absolute(ctx: ToolContext, raw: str) -> Path:
 
 
 def _real_path(path: Path) -> Path:
-    return Path(os.path.realpath(path))
+    try:
+        return Path(os.path.realpath(path))
+    except OSError:  # a component changed between realpath's lstat and readlink
+        raise _swapped(path) from None
 
 
 def is_hard_linked(path: Path) -> bool:
@@ -76,4 +81,53 @@ def _require_inside_roots(ctx: ToolContext, raw: str, resolved: Path) -> None:
     raise ToolError(
         f"Path '{raw}' resolves to {resolved}, which is outside the working directory. "
         f"Tools may only access files under: {roots}."
+    )
+
+
+_DIRECTORY_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_resolved(path: Path, flags: int, *, mode: int = 0o666, make_parents: bool = False) -> int:
+    """Open the resolved absolute `path` without following a symlink in any of its components.
+
+    `resolve_path` checked where the path leads; a process that swaps a component for a symlink afterwards must not
+    redirect the open. Each directory is opened relative to the one before it with O_NOFOLLOW, so a symlink that
+    appeared since the check fails the open instead of being followed.
+
+    Raises:
+        ToolError: a component of the path is now a symlink (or no longer a directory).
+        OSError: any other failure (FileNotFoundError when the file or a parent is missing).
+    """
+    parts = path.parts
+    fd = os.open(parts[0], _DIRECTORY_FLAGS)
+    try:
+        for name in parts[1:-1]:
+            try:
+                next_fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not make_parents:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
+                next_fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _swapped(path) from None
+                raise
+            os.close(fd)
+            fd = next_fd
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _swapped(path) from None
+            raise
+    finally:
+        os.close(fd)
+
+
+def _swapped(path: Path) -> ToolError:
+    return ToolError(
+        f"{path} changed while it was being opened: a symlink took the place of one of its parts. It was not "
+        "followed; check the path and try again."
     )
