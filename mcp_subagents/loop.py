@@ -22,7 +22,7 @@ from .messages import (
     UserMessage,
 )
 from .models.base import Model, ModelRequest, ModelResponse
-from .tools.base import Tool, ToolContext
+from .tools.base import Tool, ToolContext, safe_text
 
 logger = logging.getLogger(__name__)
 
@@ -248,9 +248,9 @@ async def _invoke(run: AgentRun, call: ToolCall) -> tuple[str, bool]:
         arguments = tool.validate(call.arguments)
         if run.gate is not None:
             await run.gate(call, tool)
-        return await tool.run(run.context, arguments), False
+        return safe_text(await tool.run(run.context, arguments)), False
     except ToolError as exc:
-        return f"Error: {exc.message}", True
+        return f"Error: {safe_text(exc.message)}", True
     except Exception as exc:
         logger.exception("tool %s crashed in agent %s", call.name, run.agent)
         return f"Error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", True

@@ -289,7 +289,7 @@ class TaskManager:
 
     def _append_output(self, record: TaskRecord, text: str) -> None:
         try:
-            with record.output_path.open("a", encoding="utf-8") as out:
+            with record.output_path.open("a", encoding="utf-8", errors="backslashreplace") as out:
                 out.write(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)

@@ -94,6 +94,23 @@ class ToolContext:
 ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]
 
 
+def safe_text(text: str) -> str:
+    r"""`text` with every lone surrogate written out, so it can be encoded (sent to a model, written to a file).
+
+    A file name that is not UTF-8 reaches Python as surrogate escapes (`caf\udce9.txt`); it is shown as the byte it
+    stands for (`caf\xe9.txt`), which `resolve_path` understands again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_escaped(char) if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
     name: str

@@ -123,7 +123,7 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    records = _split_records(completed.stdout.decode("utf-8", errors="replace"), args.output_mode)
+    records = _split_records(completed.stdout.decode("utf-8", errors="surrogateescape"), args.output_mode)
     if completed.stdout_overflowed and records:
         records.pop()  # possibly cut in the middle
     if completed.returncode not in (0, 1) and not records:

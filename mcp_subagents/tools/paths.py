@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Literal
@@ -41,7 +42,16 @@ def _absolute(ctx: ToolContext, raw: str) -> Path:
     if "\0" in raw:
         raise ToolError("The path contains a NUL character.")
     expanded = Path(os.path.expanduser(raw))
-    return expanded if expanded.is_absolute() else ctx.cwd / expanded
+    path = expanded if expanded.is_absolute() else ctx.cwd / expanded
+    if "\\x" in raw and not os.path.lexists(path):
+        # Tools show the bytes of a name that is not UTF-8 as \xNN (see `safe_text`): the model may send that back.
+        unescaped = Path(_BYTE_ESCAPE.sub(lambda match: chr(0xDC00 + int(match[1], 16)), str(path)))
+        if os.path.lexists(unescaped):
+            return unescaped
+    return path
+
+
+_BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
 
 
 def _real_path(path: Path) -> Path:

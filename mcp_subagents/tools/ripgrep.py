@@ -53,7 +53,7 @@ class _Completed:
     stdout_overflowed: bool
 
     def lines(self) -> list[str]:
-        text = self.stdout.decode("utf-8", errors="replace")
+        text = self.stdout.decode("utf-8", errors="surrogateescape")  # file names keep their exact bytes
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
