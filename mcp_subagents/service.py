@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
@@ -24,7 +24,7 @@ from .definitions import (
 )
 from .definitions.validate import NEVER_GRANTED
 from .environment import scrubbed_environment, secret_values
-from .errors import ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .errors import ProviderNotConfiguredError, SubagentsError, ToolError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message
 from .models.base import Model
@@ -104,6 +104,22 @@ def sandbox_config(settings_file: Path | None) -> SandboxConfig:
     except SandboxConfigError as exc:
         logger.error("%s in %s; using the sandbox defaults", exc.message, settings_file)
     return SandboxConfig()
+
+
+def redirect_check(policy: PermissionPolicy) -> Callable[[str], Awaitable[None]]:
+    """WebFetch's check of a redirect to another host: the permission rules must allow that URL outright (nobody is
+    asked in the middle of a fetch; the model can fetch the new URL itself, which asks)."""
+    from .permissions import decide
+
+    async def check(url: str) -> None:
+        verdict = decide(policy, "WebFetch", {"url": url, "prompt": ""})
+        if verdict.decision != "allow":
+            raise ToolError(
+                f"The page redirects to {url}, which this fetch may not follow: {verdict.reason} To go there, "
+                "call WebFetch with that URL."
+            )
+
+    return check
 
 
 def permission_gate(
@@ -271,6 +287,7 @@ class Subagents:
                 env=self._tool_environment(),
                 processes=record.processes,
                 sandbox=sandbox,
+                check_url=redirect_check(policy),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=self.settings.max_tokens,
