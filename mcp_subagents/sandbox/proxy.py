@@ -10,15 +10,19 @@ so the command's result can say what was blocked.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
+import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
-from anyio.abc import ByteStream, SocketStream, TaskStatus
+import anyio.abc
+import anyio.lowlevel
+from anyio.abc import TaskStatus
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from .domains import DomainRules, is_ip_literal, normalize_host
@@ -28,6 +32,7 @@ logger = logging.getLogger(__name__)
 MAX_REQUEST_HEAD = 64 * 1024
 HEAD_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 30.0
+DRAIN_SECONDS = 1.0
 _HOP_BY_HOP = frozenset({"proxy-connection", "proxy-authorization", "connection", "keep-alive"})
 
 
@@ -57,26 +62,42 @@ class FilteringProxy:
     """Why each refused request was refused, in order, without repeats."""
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        listener = await anyio.create_unix_listener(self.socket_path)
-        self.socket_path.chmod(0o600)
-        task_status.started()
-        async with listener:
-            await listener.serve(self._handle)
+        # Accepting by hand: anyio's Unix listener can fail a cancelled accept with InvalidStateError when a
+        # connection arrives in the same loop iteration; wait_readable copes with that.
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with listener:
+            listener.bind(str(self.socket_path))
+            self.socket_path.chmod(0o600)
+            listener.listen(64)
+            listener.setblocking(False)
+            task_status.started()
+            async with anyio.create_task_group() as handlers:
+                while True:
+                    await anyio.wait_readable(listener)
+                    try:
+                        connection, _ = listener.accept()
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    handlers.start_soon(self._handle_socket, connection)
+
+    async def _handle_socket(self, connection: socket.socket) -> None:
+        await self._handle(_RawStream(connection))
 
     def _refuse(self, reason: str) -> None:
         if reason not in self.refusals:
             self.refusals.append(reason)
 
-    async def _handle(self, client: SocketStream) -> None:
+    async def _handle(self, client: _RawStream) -> None:
         async with client:
             try:
                 await self._proxy(client)
             except _BadRequest as exc:
                 await _answer(client, exc.status, exc.reason, exc.detail)
+                await _drain(client)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, OSError):
                 pass
 
-    async def _proxy(self, client: SocketStream) -> None:
+    async def _proxy(self, client: _RawStream) -> None:
         buffered = BufferedByteReceiveStream(client)
         try:
             with anyio.fail_after(HEAD_TIMEOUT_SECONDS):
@@ -93,7 +114,7 @@ class FilteringProxy:
         address = await self._resolve(target, explicit=verdict.explicit)
         try:
             with anyio.fail_after(CONNECT_TIMEOUT_SECONDS):
-                upstream = await anyio.connect_tcp(address, target.port)
+                upstream = await _connect_tcp(address, target.port)
         except (OSError, TimeoutError) as exc:
             raise _BadRequest(502, "Bad Gateway", f"could not connect to {target.host}:{target.port}: {exc}") from None
         async with upstream:
@@ -176,7 +197,7 @@ def _authority(authority: str, *, default_port: int | None) -> tuple[str, int]:
     return name, int(port_text)
 
 
-async def _answer(client: SocketStream, status: int, reason: str, detail: str) -> None:
+async def _answer(client: _RawStream, status: int, reason: str, detail: str) -> None:
     body = (detail + "\n").encode("utf-8", errors="replace")
     head = (
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
@@ -188,8 +209,21 @@ async def _answer(client: SocketStream, status: int, reason: str, detail: str) -
         pass
 
 
-async def _relay(one: ByteStream, other: ByteStream) -> None:
-    async def pump(source: ByteStream, sink: ByteStream) -> None:
+async def _drain(client: _RawStream) -> None:
+    """Read what the client is still sending (briefly): closing with unread data would reset the connection and
+    lose the answer just sent."""
+    with anyio.move_on_after(DRAIN_SECONDS):
+        try:
+            await client.send_eof()
+            received = 0
+            while received < MAX_REQUEST_HEAD * 16:
+                received += len(await client.receive())
+        except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            pass
+
+
+async def _relay(one: _RawStream, other: _RawStream) -> None:
+    async def pump(source: _RawStream, sink: _RawStream) -> None:
         try:
             async for chunk in source:
                 await sink.send(chunk)
@@ -203,3 +237,68 @@ async def _relay(one: ByteStream, other: ByteStream) -> None:
     async with anyio.create_task_group() as group:
         group.start_soon(pump, one, other)
         group.start_soon(pump, other, one)
+
+
+class _RawStream(anyio.abc.ByteStream):
+    """A non-blocking socket as a byte stream, waiting with `wait_readable`/`wait_writable`.
+
+    anyio's own Unix socket streams can fail a receive cancelled at the wrong moment with an InvalidStateError in
+    the event loop; a proxy cancels its relays whenever a command ends, so it uses this instead.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        while True:
+            try:
+                data = self._sock.recv(max_bytes)
+            except (BlockingIOError, InterruptedError):
+                await anyio.wait_readable(self._sock)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def send(self, item: bytes) -> None:
+        view = memoryview(item)
+        while view:
+            try:
+                sent = self._sock.send(view)
+            except (BlockingIOError, InterruptedError):
+                await anyio.wait_writable(self._sock)
+                continue
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            view = view[sent:]
+
+    async def send_eof(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        self._sock.close()
+        await anyio.lowlevel.checkpoint()
+
+
+async def _connect_tcp(address: str, port: int) -> _RawStream:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        error = sock.connect_ex((address, port))
+        if error not in (0, errno.EINPROGRESS):
+            raise OSError(error, os.strerror(error))
+        await anyio.wait_writable(sock)
+        error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if error:
+            raise OSError(error, os.strerror(error))
+    except BaseException:
+        sock.close()
+        raise
+    return _RawStream(sock)
