@@ -1,7 +1,8 @@
 """Keeping known secrets (provider API keys, secret environment values) out of everything the server writes or returns.
 
-Each secret is also looked for in the forms it travels in: base64 (standard and URL-safe, at each of the three byte
-alignments it can have inside a longer base64 text, as in `Authorization: Basic ...`) and percent-encoding.
+Each secret is also looked for in the forms it travels in: percent-encoding (any of its characters written as %XX,
+in either case) and base64 (standard and URL-safe, at each of the three byte alignments it can have inside a longer
+base64 text, as in `Authorization: Basic ...`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, quote_plus
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
@@ -22,13 +22,14 @@ class Redactor:
     __slots__ = ("_pattern",)
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
+        kept = sorted({secret for secret in secrets if len(secret) >= MIN_SECRET_LENGTH}, key=lambda s: (-len(s), s))
         forms: set[str] = set()
-        for secret in secrets:
-            if len(secret) >= MIN_SECRET_LENGTH:
-                forms |= encoded_forms(secret)
+        for secret in kept:
+            forms |= encoded_forms(secret)
         # Longest first, so a form that contains another is replaced whole.
         ordered = sorted(forms, key=lambda form: (-len(form), form))
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        alternatives = [*map(_percent_pattern, kept), *map(re.escape, ordered)]
+        self._pattern = re.compile("|".join(alternatives)) if alternatives else None
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:
@@ -36,11 +37,22 @@ class Redactor:
         return self._pattern.sub(REDACTED, text)
 
 
+def _percent_pattern(secret: str) -> str:
+    """Matches `secret` with any of its characters percent-encoded (or a space as `+`)."""
+    pieces: list[str] = []
+    for char in secret:
+        escapes = "".join(f"%{byte:02x}" for byte in char.encode("utf-8", errors="surrogatepass"))
+        options = [re.escape(char), re.escape(escapes), re.escape(escapes.upper())]
+        if char == " ":
+            options.append(re.escape("+"))
+        pieces.append(f"(?:{'|'.join(dict.fromkeys(options))})")
+    return "".join(pieces)
+
+
 def encoded_forms(secret: str) -> set[str]:
-    """`secret` itself, percent-encoded, and every base64 run that only its bytes determine."""
+    """Every base64 run that only the bytes of `secret` determine (its percent-encodings are matched separately)."""
     data = secret.encode("utf-8", errors="surrogatepass")
-    forms = {secret, quote(secret, safe=""), quote_plus(secret, safe="")}
-    forms |= {base64.b64encode(data).decode("ascii"), base64.urlsafe_b64encode(data).decode("ascii")}
+    forms = {base64.b64encode(data).decode("ascii"), base64.urlsafe_b64encode(data).decode("ascii")}
     for offset in range(3):
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             encoded = encode(b"\0" * offset + data).decode("ascii")
