@@ -16,9 +16,10 @@ from ..errors import ToolError
 from ..messages import JsonObject, ToolDefinition
 from ..processes import ProcessGroups
 
-TOOL_THREADS = 16
-"""Worker threads the file tools may hold at once, all runs together. anyio's default pool (40 threads) also carries
-the server's stdio; tools that held all of it would stall the protocol."""
+TOOL_THREADS = 4
+"""Worker threads the file tools may hold at once, all runs together. anyio's default pool (40 threads) also serves
+the protocol (stdout, HTTP); tools that held all of it stalled the server. Few, because each busy thread also
+competes with the event loop for the GIL: with 8 scanning a huge file, tools/list took over a second."""
 
 
 class ToolInput(BaseModel):

@@ -52,11 +52,15 @@ def make_scene(root: Path, fake: FakeLLM, *, sandbox: str = "auto", **variables:
         "MCP_SUBAGENTS_STATE_DIR": str(state),
         "MCP_SUBAGENTS_SANDBOX": sandbox,
         **variables,
+        **code_under_test(),
     }
-    target = os.environ.get("SECURITY_TARGET_CODE")
-    if target:
-        environ |= {"PYTHONPATH": target, "PYTHONSAFEPATH": "1"}  # not the checkout the tests run from
     return Scene(home=home, work=work, state=state, environ=environ)
+
+
+def code_under_test() -> dict[str, str]:
+    """Environment variables that make a server subprocess import `SECURITY_TARGET_CODE`'s package, if set."""
+    target = os.environ.get("SECURITY_TARGET_CODE")
+    return {"PYTHONPATH": target, "PYTHONSAFEPATH": "1"} if target else {}
 
 
 def bash(command: str, **extra: Any) -> Turn:
