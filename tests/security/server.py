@@ -78,10 +78,12 @@ def tool_results(fake: FakeLLM, request: int = -1) -> list[str]:
     return texts
 
 
-async def run_task(scene: Scene, fake: FakeLLM, *steps: Turn, background: bool = False) -> tuple[str, RawStdioServer]:
-    """Start the server, run one Task whose model takes `steps` then says "done", and return its result text
-    with the (still running) server."""
-    fake.push(*steps, turn(text("done")))
+async def run_task(
+    scene: Scene, fake: FakeLLM, *steps: Turn, background: bool = False, finish: bool = True
+) -> tuple[str, RawStdioServer]:
+    """Start the server, run one Task whose model takes `steps` then (with `finish`) says "done", and return its
+    result text with the (still running) server."""
+    fake.push(*steps, *([turn(text("done"))] if finish else []))
     server = await RawStdioServer.start(scene.environ, stderr=subprocess.DEVNULL)
     with anyio.fail_after(60):
         result = await server.call_tool("Task", {**TASK, "run_in_background": background})
