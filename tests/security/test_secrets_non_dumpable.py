@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -33,6 +34,9 @@ def prefix() -> tuple[str, ...]:
         return ()
     if shutil.which("setpriv") is None:
         pytest.skip("running as root without setpriv: cannot start the server as an ordinary user")
+    check = subprocess.run([*AS_NOBODY, sys.executable, "-c", "import mcp_subagents"], capture_output=True)
+    if check.returncode != 0:
+        pytest.skip(f"nobody cannot run this Python and package: {check.stderr.decode(errors='replace')[-200:]}")
     return AS_NOBODY
 
 
