@@ -159,7 +159,8 @@ class Subagents:
         )
         for unused in self.sandbox.config.unused:
             logger.info("%s", unused)
-        (logger.info if self.sandbox.state == "on" else logger.warning)("%s", self.sandbox.describe())
+        chosen = self.sandbox.state == "on" or settings.sandbox == "off" or self.sandbox.config.enabled is False
+        (logger.info if chosen else logger.warning)("%s", self.sandbox.describe())
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
