@@ -200,6 +200,14 @@ def is_subreaper() -> bool:
     return _subreaper
 
 
+def may_have_left_processes(tag: str) -> bool:
+    """Whether processes of the command tagged `tag` may still run after it ended. As a subreaper this process
+    adopted whatever outlived the command, so a look at its own children answers it; otherwise assume so."""
+    if not _subreaper:
+        return True
+    return any(_tag_of(pid) == tag for pid in _children(os.getpid()))
+
+
 def reap_adopted() -> None:
     """Collect exited processes that detached from a command and were re-parented to this subreaper.
 

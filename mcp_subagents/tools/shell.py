@@ -11,7 +11,7 @@ from pydantic import Field
 
 from ..environment import scrubbed_environment
 from ..errors import ToolError
-from ..processes import group_alive, new_tag, reap_adopted
+from ..processes import group_alive, may_have_left_processes, new_tag, reap_adopted
 from ._process import Command, Finished, environment_with_tag, exit_signal_name, run_captured
 from .base import Tool, ToolContext, ToolInput
 
@@ -100,7 +100,8 @@ async def _run_bash(ctx: ToolContext, args: BashInput) -> str:
     )
     finished = await _run(command, output, timeout_ms)
     # What the command left running (`cmd &`, `setsid cmd`) lives until the task stops or the server exits.
-    ctx.processes.tags.add(tag)
+    if may_have_left_processes(tag):
+        ctx.processes.tags.add(tag)
     if group_alive(finished.pid):
         ctx.processes.ids.add(finished.pid)
     reap_adopted()
