@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcp_subagents.sandbox import SandboxConfig, SandboxConfigError, parse_sandbox_config
 from mcp_subagents.sandbox.domains import DomainRules
+from mcp_subagents.service import sandbox_config
 
 
 def test_no_block_gives_claude_codes_defaults() -> None:
@@ -112,3 +116,17 @@ def test_domain_rules_follow_allowed_and_denied_domains(host: str, port: int, al
     assert verdict.allowed is allowed
     if not allowed:
         assert f"network access to {host.lower().rstrip('.')}:{port} is" in verdict.reason
+
+
+def test_the_settings_file_feeds_the_block_and_a_broken_one_falls_back_to_the_defaults(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"sandbox": {"network": {"allowedDomains": ["pypi.org"]}}}))
+    assert sandbox_config(good).network.allowed_domains == ("pypi.org",)
+    assert sandbox_config(None) == SandboxConfig()
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"sandbox": {"enabled": "sometimes"}}))
+    with caplog.at_level(logging.ERROR):
+        assert sandbox_config(broken) == SandboxConfig()
+    assert "sandbox.enabled must be true or false" in caplog.text and str(broken) in caplog.text
