@@ -87,6 +87,7 @@ def make_app(root: Path, url: str, plan: Plan) -> Subagents:
         user_agents_dir=root / "none",
         max_concurrent=plan.concurrency,
         permission_mode="bypassPermissions",
+        sandbox="off",  # the Bash command reports its host pid through a fifo in /tmp: the sandbox hides both
     )
     return Subagents(settings, environ={"ANTHROPIC_API_KEY": "sk-bench-key", "ANTHROPIC_BASE_URL": url})
 

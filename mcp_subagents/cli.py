@@ -6,7 +6,9 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Sequence
 from functools import partial
@@ -154,6 +156,7 @@ def _main(argv: Sequence[str] | None) -> None:
 
 def _serve(settings: Settings) -> None:
     from .notifications import watch_catalog
+    from .processes import harden_server_process, kill_descendants
     from .server import build_server
     from .service import Subagents
     from .transports import open_listener, serve
@@ -164,6 +167,7 @@ def _serve(settings: Settings) -> None:
         app = Subagents(settings)
         async with app.running(), anyio.create_task_group() as group:
             server = build_server(app)
+            group.start_soon(_stop_on_sigterm, group.cancel_scope)
             if settings.watch_interval > 0:
                 watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
                 group.start_soon(watch)
@@ -171,17 +175,16 @@ def _serve(settings: Settings) -> None:
                 from .dashboard_command import serve_dashboard
 
                 group.start_soon(serve_dashboard, app, settings.dashboard_port)
-            await serve(server, settings, listener, stdin=lines)
+            await serve(server, settings, listener)
             group.cancel_scope.cancel()
 
-    lines = None
+    harden_server_process()
     try:
         listener = open_listener(settings)  # HTTP start-up checks and the port, before anything runs
         if terminal:  # a person started the server by hand: say what it waits for, and let Ctrl-C stop it
-            from .terminal import SERVE_NOTICE, TerminalLines
+            from .terminal import SERVE_NOTICE
 
             print(SERVE_NOTICE, file=sys.stderr, flush=True)
-            lines = TerminalLines(sys.stdin.fileno())
         anyio.run(main)
     except (ConfigError, BaseExceptionGroup) as exc:
         config_error = _config_error(exc)
@@ -193,8 +196,11 @@ def _serve(settings: Settings) -> None:
         if terminal:
             print("\nmcp-subagents: stopped", file=sys.stderr)
     finally:
-        if lines is not None:
-            lines.restore()
+        kill_descendants()  # whatever a command detached was re-parented to this process: it goes with it
+    if _terminated.is_set():
+        # A host's SIGTERM: the runtime has shut down cleanly; end the process here, whatever else still waits.
+        logging.shutdown()
+        os._exit(0)
 
 
 def _config_error(exc: BaseException) -> ConfigError | None:
@@ -206,6 +212,19 @@ def _config_error(exc: BaseException) -> ConfigError | None:
             if (found := _config_error(inner)) is not None:
                 return found
     return None
+
+
+_terminated = threading.Event()
+
+
+async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
+    """SIGTERM (how hosts and service managers stop a server) shuts down as cleanly as the end of stdin."""
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            logging.getLogger("mcp_subagents").info("SIGTERM: shutting down")
+            _terminated.set()
+            scope.cancel()
+            return
 
 
 def _list_agents(settings: Settings, *, as_json: bool) -> None:

@@ -27,6 +27,7 @@ from .errors import LaunchRefusedError, SubagentsError, TaskNotFoundError
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
 from .loop import ToolStarted, TurnStarted
 from .permissions.asking import Asker, OpenQuestions, cannot_ask
+from .redaction import Redactor
 from .render import (
     budget_warning_text,
     describe_event,
@@ -140,7 +141,7 @@ class TaskCalls:
         modern = is_modern(ctx)
         asker = self._asker(ctx, record, modern=modern)
         deadline = app.settings.foreground_deadline
-        with app.tasks.attach(record, listener=HostReporter(ctx, record), asker=asker) as attachment:
+        with app.tasks.attach(record, listener=HostReporter(ctx, record, app.redact), asker=asker) as attachment:
             try:
                 ended = await _wait(record, record.resources.questions if modern else None, deadline)
             except anyio.get_cancelled_exc_class():
@@ -212,9 +213,10 @@ class HostReporter:
     """Progress for each turn and tool call (a no-op when the host sent no progress token), and log
     notifications of subagent events for hosts that accept them. Neither is needed for a correct result."""
 
-    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord, redact: Redactor) -> None:
         self._ctx = ctx
         self._record = record
+        self._redact = redact
 
     async def __call__(self, event: TaskEvent) -> None:
         if isinstance(event, TurnStarted):
@@ -231,7 +233,7 @@ class HostReporter:
             await self._ctx.session.report_progress(progress.turn + progress.tool_uses, None, message)
         line = describe_event(event)
         if line is not None and log_level_allows(self._ctx, "info"):
-            data = {"task_id": self._record.id, "agent": self._record.agent, "event": line.strip()}
+            data = {"task_id": self._record.id, "agent": self._record.agent, "event": self._redact(line.strip())}
             with warnings.catch_warnings():  # deprecated in the 2026 era, still what 2025-era hosts display
                 warnings.simplefilter("ignore", MCPDeprecationWarning)
                 sending = self._ctx.session.send_log_message(  # pyright: ignore[reportDeprecated]

@@ -26,7 +26,7 @@ from .messages import (
     UserMessage,
 )
 from .models.base import EffortLevel, Model, ModelRequest, ModelResponse
-from .tools.base import Tool, ToolContext, ToolInput
+from .tools.base import Tool, ToolContext, ToolInput, safe_text
 
 logger = logging.getLogger(__name__)
 
@@ -423,9 +423,9 @@ async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str,
 
 async def _run_tool(run: AgentRun, tool: Tool, call: ToolCall, arguments: ToolInput) -> tuple[str, bool]:
     try:
-        return await tool.run(run.context, arguments), False
+        return safe_text(await tool.run(run.context, arguments)), False
     except ToolError as exc:
-        return f"Error: {exc.message}", True
+        return f"Error: {safe_text(exc.message)}", True
     except Exception as exc:
         logger.exception("tool %s crashed in agent %s", call.name, run.agent)
         return f"Error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", True

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import anyio
 
 from .errors import ConfigError, SubagentsError
+from .processes import harden_server_process, kill_descendants
 from .render import outcome_text, task_error
 from .service import Subagents, TaskArguments
 from .settings import Settings
@@ -28,6 +29,7 @@ def run_command(settings: Settings, words: Sequence[str], *, resume: str | None,
         return _usage('give the agent and the prompt: mcp-subagents run AGENT "PROMPT"')
     else:
         agent, prompt = words
+    harden_server_process()
     try:
         return anyio.run(_run, settings, agent, prompt, resume, raw)
     except KeyboardInterrupt:  # Ctrl-C before the task started
@@ -36,6 +38,8 @@ def run_command(settings: Settings, words: Sequence[str], *, resume: str | None,
     except ConfigError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         return 2
+    finally:
+        kill_descendants()  # what the task's commands detached was re-parented to this process: it goes with it
 
 
 def _usage(message: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
@@ -28,7 +28,8 @@ from .definitions import (
     require_some_tool,
     tool_base_name,
 )
-from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
+from .environment import scrubbed_environment, secret_values
+from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, ToolError, UnknownAgentError
 from .hook_points import PermissionHook
 from .loop import AgentRun, RunResult, ToolGate, run_agent
 from .messages import Message, Usage, UserMessage
@@ -38,7 +39,10 @@ from .models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
 from .permissions.asking import Asker, Denial
 from .pricing import MeteredModel, PriceFiles
 from .principals import LOCAL_PRINCIPAL
+from .redaction import Redactor
+from .sandbox import RunSandbox, SandboxConfig, SandboxConfigError, SandboxRuntime, parse_sandbox_config, sandbox_block
 from .settings import Settings
+from .state import prepare_state_dir
 from .task_record import Listener, TaskBudget, TaskLimits, TaskObserver, TaskRecord
 from .tasks import TaskManager
 from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
@@ -124,12 +128,6 @@ def check_settings_files(settings_files: ClaudeSettingsFiles) -> ClaudeSettings:
     return snapshot
 
 
-def secret_values(environ: Mapping[str, str]) -> list[str]:
-    """Values that must never be written anywhere: the provider keys this process can see."""
-    names = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY")
-    return [environ[name] for name in names if len(environ.get(name, "")) >= 8]
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskArguments:
     """A validated Task call."""
@@ -175,6 +173,22 @@ def read_filter(policy: PermissionPolicy) -> Callable[[str], bool] | None:
     from .permissions.context import read_filter as policy_read_filter
 
     return policy_read_filter(policy)
+
+
+def redirect_check(policy: PermissionPolicy) -> Callable[[str], Awaitable[None]]:
+    """WebFetch's check of a redirect to another host: the permission rules must allow that URL outright (nobody is
+    asked in the middle of a fetch; the model can fetch the new URL itself, which asks)."""
+    from .permissions import decide
+
+    async def check(url: str) -> None:
+        verdict = decide(policy, "WebFetch", {"url": url, "prompt": ""})
+        if verdict.decision != "allow":
+            raise ToolError(
+                f"The page redirects to {url}, which this fetch may not follow: {verdict.reason} To go there, "
+                "call WebFetch with that URL."
+            )
+
+    return check
 
 
 def permission_gate(
@@ -223,6 +237,8 @@ class Subagents:
     ):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
+        self.redact = Redactor(secret_values(self.environ))
+        """Removes this process's secrets (and their encoded forms) from text the server sends or writes."""
         self.settings_files = ClaudeSettingsFiles(settings_locations(settings))
         self._warned: set[str] = set()
         for problem in check_settings_files(self.settings_files).problems:
@@ -267,6 +283,30 @@ class Subagents:
         if settings.otel or tracer_provider is not None:
             self.tasks.observer = self._task_tracer(tracer_provider)
 
+        self.sandbox = SandboxRuntime(
+            self._sandbox_config(),
+            "off" if settings.sandbox == "off" else "on" if settings.sandbox == "on" else "auto",
+            state_dir=settings.state_dir,
+            home=Path(self.environ.get("HOME") or Path.home()),
+        )
+        for unused in self.sandbox.config.unused:
+            logger.info("%s", unused)
+        chosen = self.sandbox.state == "on" or settings.sandbox == "off" or self.sandbox.config.enabled is False
+        (logger.info if chosen else logger.warning)("%s", self.sandbox.describe())
+
+    def _sandbox_config(self) -> SandboxConfig:
+        """The `sandbox` block of the settings hierarchy for the working directory (read once, at start); a
+        repository's own settings files can only confine more until the project is trusted. A broken block is
+        reported and the defaults apply."""
+        project = self.settings.working_directory
+        files = self.settings_files.load(project).files
+        block = sandbox_block([(f.level, f.data) for f in files], project_trusted=self.trust.is_trusted(project))
+        try:
+            return parse_sandbox_config(block)
+        except SandboxConfigError as exc:
+            logger.error("%s in the sandbox settings; using the sandbox defaults", exc.message)
+            return SandboxConfig()
+
     def _task_tracer(self, provider: Any) -> TaskObserver:
         try:
             from .telemetry import TaskTracer, install_tracer_provider
@@ -277,6 +317,9 @@ class Subagents:
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
         """Run the task manager (and close the provider's client at the end); tasks launch only inside it."""
+        await anyio.to_thread.run_sync(
+            partial(prepare_state_dir, self.settings.state_dir, keep_days=self.settings.keep_days)
+        )
         async with self.tasks.running(), anyio.create_task_group() as background:
             self._background = background
             self._open_control_channel(background)
@@ -285,6 +328,7 @@ class Subagents:
             finally:
                 self._background = None
                 background.cancel_scope.cancel()
+                self.sandbox.close()
                 close = getattr(self._model, "aclose", None)
                 if close is not None:
                     with anyio.CancelScope(shield=True):
@@ -457,7 +501,15 @@ class Subagents:
             place = await extender.isolate(place, held)
             extensions = await extender.open(roots, place, held)
             run = self._prepare_run(
-                definition, args, roots, record, model=model, extras=extras, place=place, extensions=extensions
+                definition,
+                args,
+                roots,
+                record,
+                model=model,
+                extras=extras,
+                place=place,
+                extensions=extensions,
+                held=held,
             )
             start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
             if start is not None and start.stop is not None:
@@ -496,7 +548,9 @@ class Subagents:
         extras: AgentExtras,
         place: RunPlace,
         extensions: Extensions,
+        held: AsyncExitStack,
     ) -> AgentRun:
+        """The run of one task; what it opens for the run (its sandbox) closes with `held`."""
         from .agent_setup import model_settings
         from .extensions import merged
         from .models.profiles import model_profile
@@ -527,6 +581,12 @@ class Subagents:
             compact_threshold=self.settings.compact_threshold,
         )
         policy = self._permission_policy(definition, place, allowed, claude_settings, extra_allow=extras.allow_rules)
+        sandbox = self._run_sandbox(policy, cwd, allowed, place.project)
+        if sandbox is not None:
+            held.callback(sandbox.close)
+            if extensions.hooks is not None:  # the person's hook commands are confined like the agent's Bash
+                extensions.hooks.sandbox = sandbox
+        gate = self._gate(definition, record, policy, sandbox, extensions)
         return AgentRun(
             agent=definition.name,
             system=extras.system_prompt(
@@ -541,21 +601,70 @@ class Subagents:
                 processes=record.resources.processes,
                 models=self._model_access(model, model_id, record),
                 readable=read_filter(policy),
+                sandbox=sandbox,
+                check_url=redirect_check(policy),
             ),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=chosen.max_tokens,
             thinking=chosen.thinking,
             effort=chosen.effort,
             compact_threshold=chosen.compact_threshold,
-            gate=permission_gate(
-                policy,
+            gate=gate,
+            hooks=extensions.hooks,
+            unavailable_tools=extensions.unavailable,
+        )
+
+    def _gate(
+        self,
+        definition: AgentDefinition,
+        record: TaskRecord,
+        policy: PermissionPolicy,
+        sandbox: RunSandbox | None,
+        extensions: Extensions,
+    ) -> ToolGate:
+        """The permission gate of a run; with the sandbox on, Bash commands that run inside it are checked with
+        `bash_sandboxed` set (they need no approval unless a rule says otherwise)."""
+
+        def gate_for(checked: PermissionPolicy) -> ToolGate:
+            return permission_gate(
+                checked,
                 agent=self._asking_name(definition, record),
                 ask=partial(self.tasks.ask, record),
                 denials=record.resources.denials,
                 permission_hook=extensions.hooks,
-            ),
-            hooks=extensions.hooks,
-            unavailable_tools=extensions.unavailable,
+            )
+
+        if sandbox is None:
+            return gate_for(policy)
+        from .sandbox.gate import SandboxAwareGate
+
+        sandboxed = replace(policy, bash_sandboxed=self.sandbox.config.auto_allow_bash_if_sandboxed)
+        return SandboxAwareGate(
+            sandbox=sandbox, gate=gate_for(policy), sandboxed_gate=gate_for(sandboxed), denials=record.resources.denials
+        )
+
+    def _run_sandbox(
+        self, policy: PermissionPolicy, cwd: Path, allowed: tuple[Path, ...], project: Path
+    ) -> RunSandbox | None:
+        from .permissions.patterns import DomainPattern, PathPattern
+        from .sandbox.hidden import ReadDenials
+
+        deny = policy.rules.listed("deny")
+        patterns = tuple(
+            rule.matcher for rule in deny if rule.applies_to("Read") and isinstance(rule.matcher, PathPattern)
+        )
+        domains = [
+            rule.matcher.host
+            for rule in policy.rules.listed("allow")
+            if rule.applies_to("WebFetch") and isinstance(rule.matcher, DomainPattern)
+        ]
+        settings_files = self._configuration_files(project)
+        return self.sandbox.for_run(
+            cwd=cwd,
+            roots=allowed,
+            read_denials=ReadDenials(patterns, policy.bases, allowed) if patterns else None,
+            extra_domains=domains,
+            protected_files=settings_files,
         )
 
     def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:
@@ -623,10 +732,10 @@ class Subagents:
             logger.warning("%s", message)
 
     def tool_environment(self) -> dict[str, str]:
-        """The environment tool processes (Bash, hooks, an agent's MCP servers) start from: secrets removed."""
-        from .tools.shell import sanitized_environment
-
-        return sanitized_environment(self.environ)
+        """The environment tool processes (Bash, hooks, an agent's MCP servers) start from: secrets removed, except
+        the variables `sandbox.credentials` lets through."""
+        credentials = self.sandbox.config.credentials
+        return scrubbed_environment(self.environ, keep=credentials.allow_env_vars, remove=credentials.deny_env_vars)
 
     def _additional_directories(self, claude_settings: ClaudeSettings, project: Path) -> list[Path]:
         """`permissions.additionalDirectories`: folders file tools may use besides the working directory."""

@@ -104,6 +104,10 @@ class Settings:
     dashboard: bool = False
     """Serve the browser dashboard next to the MCP server (on 127.0.0.1)."""
     dashboard_port: int = 0
+    sandbox: str = "auto"
+    """Bash sandbox: auto (on wherever bubblewrap works), on (refuse to start without it), off."""
+    keep_days: int = 30
+    """Task files older than this many days are removed at start (0 keeps everything)."""
 
     @property
     def working_directory(self) -> Path:
@@ -349,6 +353,18 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "max_budget_usd",
         "USD one task may spend on tokens; it ends with an error when spent, warns at 80%% (default: no limit)",
         _usd,
+    ),
+    _Option(
+        "--sandbox",
+        "sandbox",
+        "Bash sandbox: auto (on where bubblewrap works), on (required), off (default: auto)",
+        choices=("auto", "on", "off"),
+    ),
+    _Option(
+        "--keep-days",
+        "keep_days",
+        "remove task files older than this many days at start (default: 30; 0 keeps them all)",
+        _non_negative_int,
     ),
 )
 

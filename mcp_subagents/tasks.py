@@ -27,6 +27,7 @@ from .pricing import ModelPrice
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 from .render import budget_warning_text, describe_event, outcome_text
+from .state import private_file
 from .task_record import (
     BUDGET_WARNING_SHARE,
     BudgetWarning,
@@ -208,6 +209,8 @@ class TaskManager:
         )
         if parent is not None:
             parent.children.append(task_id)
+        for path in (record.output_path, record.transcript.path):
+            private_file(path)
         header = TranscriptHeader(
             task_id=task_id,
             agent=agent,
@@ -592,7 +595,7 @@ class TaskManager:
 
     def _append_output(self, record: TaskRecord, text: str) -> None:
         try:
-            with record.output_path.open("a", encoding="utf-8") as out:
+            with record.output_path.open("a", encoding="utf-8", errors="backslashreplace") as out:
                 out.write(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)

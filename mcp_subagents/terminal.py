@@ -144,40 +144,6 @@ def resume_hint(record: TaskRecord) -> str:
     )
 
 
-class TerminalLines:
-    """stdin lines read without a worker thread, so Ctrl-C can stop a server started by hand in a terminal (the
-    SDK reads stdin in a thread that only a new line would wake)."""
-
-    def __init__(self, fd: int = 0) -> None:
-        self._fd = fd
-        self._buffer = b""
-        self._was_blocking = os.get_blocking(fd)
-        os.set_blocking(fd, False)
-
-    def restore(self) -> None:
-        """The terminal is shared with the shell, which expects it blocking again."""
-        os.set_blocking(self._fd, self._was_blocking)
-
-    def __aiter__(self) -> TerminalLines:
-        return self
-
-    async def __anext__(self) -> str:
-        while b"\n" not in self._buffer:
-            await anyio.wait_readable(self._fd)
-            try:
-                chunk = os.read(self._fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:  # Ctrl-D
-                if self._buffer:
-                    line, self._buffer = self._buffer, b""
-                    return line.decode("utf-8", errors="replace")
-                raise StopAsyncIteration
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line.decode("utf-8", errors="replace") + "\n"
-
-
 def _columns(out: TextIO) -> int:
     try:
         return os.get_terminal_size(out.fileno()).columns

@@ -74,6 +74,8 @@ class TranscriptWriter:
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = self._redact(json.dumps(entry, ensure_ascii=False))
+        if not _encodable(line):  # a lone surrogate (from a file name or a model): keep it as a \u escape
+            line = self._redact(json.dumps(entry))
         with self.path.open("a", encoding="utf-8") as out:
             out.write(line + "\n")
             out.flush()
@@ -124,6 +126,14 @@ class TranscriptWriter:
 
     def finished(self, outcome: TaskOutcome) -> None:
         self._append({"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)})
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _entries(path: Path) -> Iterator[dict[str, Any]]:

@@ -154,14 +154,13 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(
-    server: SubagentsServer, settings: Settings, listener: HttpListener | None = None, *, stdin: Any = None
-) -> None:
-    """Serve until the transport ends. `stdin` (stdio only) replaces the SDK's stdin reader: async lines of text."""
-    if settings.transport == "stdio":
-        from mcp.server.stdio import stdio_server
+async def serve(server: SubagentsServer, settings: Settings, listener: HttpListener | None = None) -> None:
+    """Serve until the transport ends. Malformed JSON-RPC messages that carry an id are answered on every transport
+    (`jsonrpc_guard`); stdio reads stdin on the event loop, so Ctrl-C and SIGTERM never wait for a blocked read."""
+    from .jsonrpc_guard import JsonRpcGuard, guarded_stdio
 
-        async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+    if settings.transport == "stdio":
+        async with guarded_stdio() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
     listener = listener or open_listener(settings)
@@ -172,7 +171,8 @@ async def serve(
         if settings.transport == "sse"
         else server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=settings.host)
     )
-    await _serve_http(_guarded(app, settings, listener, security), settings, listener)
+    # Authentication and Host/Origin checks come first: a stranger gets 401, not an answer about the message.
+    await _serve_http(_guarded(JsonRpcGuard(app), settings, listener, security), settings, listener)
 
 
 def _guarded(app: Any, settings: Settings, listener: HttpListener, security: TransportSecuritySettings) -> HttpGuard:

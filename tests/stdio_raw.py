@@ -25,8 +25,12 @@ class RawStdioServer:
         self._next_id = 0
 
     @classmethod
-    async def start(cls, environ: dict[str, str], *, stderr: int | None = subprocess.DEVNULL) -> RawStdioServer:
-        process = await anyio.open_process([sys.executable, "-m", "mcp_subagents", "serve"], env=environ, stderr=stderr)
+    async def start(
+        cls, environ: dict[str, str], *, stderr: int | None = subprocess.DEVNULL, prefix: tuple[str, ...] = ()
+    ) -> RawStdioServer:
+        """`prefix` goes before the command (e.g. setpriv to run the server as another user)."""
+        command = [*prefix, sys.executable, "-m", "mcp_subagents", "serve"]
+        process = await anyio.open_process(command, env=environ, stderr=stderr)
         server = cls(process)
         await server.request(
             "initialize",
@@ -43,12 +47,16 @@ class RawStdioServer:
         self._next_id += 1
         await self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
         while True:
-            line = await self._out.receive_until(b"\n", 1 << 24)
-            self.stdout_lines.append(line)
-            message = json.loads(line)
+            message = await self.next_message()
             if message.get("id") == self._next_id:
                 assert "result" in message, message
                 return message["result"]
+
+    async def next_message(self) -> dict[str, Any]:
+        """The next line the server wrote to stdout (an answer or a notification), parsed."""
+        line = await self._out.receive_until(b"\n", 1 << 24)
+        self.stdout_lines.append(line)
+        return json.loads(line)
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         result = await self.request("tools/call", {"name": name, "arguments": arguments})

@@ -21,6 +21,8 @@ MODES = ["legacy", "auto"]
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    """Settings for a server on `tmp_path`. The Bash sandbox is off unless a test asks for it (`sandbox="auto"`):
+    most tests are about what happens around a command, and the sandbox suite tests it on its own."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     base = Settings(
@@ -31,6 +33,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         user_settings_file=tmp_path / "home" / ".claude" / "settings.json",
         managed_settings_file=tmp_path / "managed" / "managed-settings.json",
         claude_config_file=tmp_path / "home" / ".claude.json",
+        sandbox="off",  # in-process tests run Bash unconfined unless they ask for the sandbox
     )
     return replace(base, **overrides)
 

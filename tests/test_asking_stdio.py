@@ -28,6 +28,7 @@ def server_environment(tmp_path: Path, fake: FakeLLM) -> dict[str, str]:
         "ANTHROPIC_API_KEY": "sk-test-key-12345",
         "ANTHROPIC_BASE_URL": fake.url,
         "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
+        "MCP_SUBAGENTS_SANDBOX": "off",  # a sandboxed Bash command would run without a question
     }
 
 

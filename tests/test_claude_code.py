@@ -93,7 +93,12 @@ async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Pat
         json.dumps({"hasCompletedOnboarding": True, "projects": {str(project): {"hasTrustDialogAccepted": True}}}),
         encoding="utf-8",
     )
-    server_env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": fake.url, "MCP_SUBAGENTS_STATE_DIR": str(state)}
+    server_env = {
+        "ANTHROPIC_API_KEY": KEY,
+        "ANTHROPIC_BASE_URL": fake.url,
+        "MCP_SUBAGENTS_STATE_DIR": str(state),
+        "MCP_SUBAGENTS_SANDBOX": "off",  # a sandboxed Bash command would run without a question
+    }
     server = {"type": "stdio", "command": sys.executable, "args": ["-m", "mcp_subagents", "serve"], "env": server_env}
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"subagents": server}}), encoding="utf-8")

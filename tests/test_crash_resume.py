@@ -33,6 +33,7 @@ async def test_a_killed_server_leaves_an_interrupted_task_that_a_new_server_resu
         "MCP_SUBAGENTS_CWD": str(work),
         "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
         "MCP_SUBAGENTS_PERMISSION_MODE": "bypassPermissions",
+        "MCP_SUBAGENTS_SANDBOX": "off",  # the command reports the server as its parent: that takes no sandbox
     }
     fake.push(turn(text("Working on it."), tool_use("Bash", {"command": f"echo \"$PPID $$\" > '{fifo}'; sleep 1000"})))
     task = {"description": "long job", "prompt": "Do the long job.", "subagent_type": "general-purpose"}

@@ -4,8 +4,9 @@ The command runs under bash in its own process group, in the agent's working dir
 stdin and an environment without the provider keys; nothing else of the server's is inherited (no other file
 descriptors, never the server's stdout). On timeout or cancellation the whole group is killed.
 
-Hooks are the person's own commands; where the Bash sandbox confines commands, this one function is where a hook
-command would be routed through it too.
+Where the Bash sandbox confines the run's commands, a hook command runs inside it too (the same filesystem, process
+and network limits as the agent's Bash); a setting that makes the sandbox required refuses the hook when the sandbox
+cannot run.
 """
 
 from __future__ import annotations
@@ -17,9 +18,13 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
+
+if TYPE_CHECKING:
+    from ..sandbox import RunSandbox
 
 MAX_CAPTURE_BYTES = 1_000_000
 """Of stdout and of stderr each; what a hook prints beyond this is dropped."""
@@ -40,16 +45,33 @@ class HookProcess:
 
 
 async def run_command_hook(
-    command: str, *, stdin: bytes, cwd: Path, env: Mapping[str, str], timeout_s: float
+    command: str,
+    *,
+    stdin: bytes,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    sandbox: RunSandbox | None = None,
 ) -> HookProcess:
-    """Run one hook command to its end, or until `timeout_s` passes (then its process group is killed)."""
+    """Run one hook command to its end, or until `timeout_s` passes (then its process group is killed); inside the
+    run's `sandbox` when there is one."""
+    if sandbox is None:
+        return await _run([_bash(), "-c", command], stdin=stdin, cwd=cwd, env=env, timeout_s=timeout_s)
+    placement = sandbox.placement(command, leave_requested=False)
+    if placement.refusal:
+        return HookProcess(exit_code=None, start_error=f"the hook was not run: {placement.refusal}")
+    if not placement.sandboxed:  # sandbox.excludedCommands names it
+        return await _run([_bash(), "-c", command], stdin=stdin, cwd=cwd, env=env, timeout_s=timeout_s)
+    async with sandbox.wrap(command, env=env, cwd=cwd) as wrapped:
+        return await _run(wrapped.argv, stdin=stdin, cwd=cwd, env=wrapped.env, timeout_s=timeout_s)
+
+
+async def _run(argv: list[str], *, stdin: bytes, cwd: Path, env: Mapping[str, str], timeout_s: float) -> HookProcess:
     started: list[Process] = []
     try:
         with anyio.CancelScope(shield=True):  # cancelled mid-spawn, the shell would be orphaned
             started.append(
-                await anyio.open_process(
-                    [_bash(), "-c", command], cwd=cwd, env=dict(env), stdin=subprocess.PIPE, start_new_session=True
-                )
+                await anyio.open_process(argv, cwd=cwd, env=dict(env), stdin=subprocess.PIPE, start_new_session=True)
             )
     except OSError as exc:
         return HookProcess(exit_code=None, start_error=f"could not start the hook: {exc}")

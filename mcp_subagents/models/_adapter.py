@@ -122,6 +122,8 @@ class SdkAdapter(ABC, Generic[ClientT]):
     """How error messages name the provider, e.g. "Anthropic API"."""
     _key_variable: ClassVar[str]
     """The environment variable a rejected API key comes from."""
+    _url_variable: ClassVar[str]
+    """The environment variable that points the adapter at another endpoint."""
     _sdk_error: ClassVar[type[Exception]]
     _sdk_timeout_error: ClassVar[type[Exception]]
     _sdk_connection_error: ClassVar[type[Exception]]
@@ -318,6 +320,22 @@ class SdkAdapter(ABC, Generic[ClientT]):
         if _PROMPT_TOO_LONG.search(detail):
             return PromptTooLongError(self._redact(message))
         return self._make(message, None, error_type not in _FATAL_ERROR_TYPES)
+
+    async def _require_event_stream(self, response: httpx2.Response) -> None:
+        """Raise a clear error when a 200 answer is not a stream of events (a login page, a wrong URL)."""
+        content_type = response.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != "text/event-stream":
+            raise self._not_the_api(content_type, await response.aread())
+
+    def _not_the_api(self, content_type: str, body: bytes) -> ModelAPIError:
+        got = content_type.split(";")[0].strip() or "no content type"
+        preview = " ".join(body.decode("utf-8", errors="replace").split())[:160]
+        detail = f"got {got}, {len(body)} bytes" + (f": {preview!r}" if preview else "")
+        message = (
+            f"The endpoint at {self._url_variable} ({self._url()}) did not answer like the {self._api} ({detail}). "
+            f"Check {self._url_variable}."
+        )
+        return self._make(message, None, False)
 
     def _malformed_response(self, detail: str, status_code: int) -> ModelAPIError:
         return self._make(f"{self._api} returned a malformed response: {detail}", status_code, False)

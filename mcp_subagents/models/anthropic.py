@@ -60,6 +60,7 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
 
     _api = "Anthropic API"
     _key_variable = "ANTHROPIC_API_KEY"
+    _url_variable = "ANTHROPIC_BASE_URL"
     _sdk_error = anthropic.AnthropicError
     _sdk_timeout_error = anthropic.APITimeoutError
     _sdk_connection_error = anthropic.APIConnectionError
@@ -131,8 +132,11 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
             messages=messages,
             **_options(request),
         ) as stream:
+            await self._require_event_stream(stream.response)
             try:
                 return await stream.get_final_message()
+            except AssertionError:  # the SDK's way of saying the stream held no message at all
+                raise self._not_the_api("text/event-stream", b"") from None
             except anthropic.APIResponseValidationError:
                 raise
             except (anthropic.APIError, httpx2.TransportError) as exc:

@@ -48,6 +48,7 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
 
     _api = "OpenAI API"
     _key_variable = "OPENAI_API_KEY"
+    _url_variable = "OPENAI_BASE_URL"
     _sdk_error = openai.OpenAIError
     _sdk_timeout_error = openai.APITimeoutError
     _sdk_connection_error = openai.APIConnectionError
@@ -84,14 +85,19 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
             stream_options={"include_usage": True},
         )
         reply = _Reply(model=request.model)
+        chunks = 0
         async with stream:
+            await self._require_event_stream(stream.response)
             try:
                 async for chunk in stream:
                     reply.add(chunk)
+                    chunks += 1
             except openai.APIResponseValidationError:
                 raise
             except (openai.APIError, httpx2.TransportError) as exc:
                 raise StreamBroken(exc) from exc
+        if not chunks:
+            raise self._not_the_api("text/event-stream", b"")
         return reply.response()
 
     @staticmethod

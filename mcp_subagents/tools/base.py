@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-import os
-import signal
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ToolError
 from ..messages import JsonObject, ToolDefinition
+from ..processes import ProcessGroups
+
+TOOL_THREADS = 4
+"""Worker threads the file tools may hold at once, all runs together. anyio's default pool (40 threads) also serves
+the protocol (stdout, HTTP); tools that held all of it stalled the server. Few, because each busy thread also
+competes with the event loop for the GIL: with 8 scanning a huge file, tools/list took over a second."""
 
 if TYPE_CHECKING:
     from ..models.base import Model
@@ -32,19 +38,44 @@ class TodoList:
     items: list[JsonObject] = field(default_factory=lambda: [])
 
 
-@dataclass(slots=True)
-class ProcessGroups:
-    """Process groups of Bash commands that returned while processes they started (`cmd &`) kept running."""
+class Placement(Protocol):
+    @property
+    def sandboxed(self) -> bool: ...
+    @property
+    def refusal(self) -> str | None:
+        """Why the command may not run at all, if it may not."""
+        ...
 
-    ids: set[int] = field(default_factory=lambda: set[int]())
 
-    def kill_all(self) -> None:
-        for group_id in self.ids:
-            try:
-                os.killpg(group_id, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.ids.clear()
+class WrappedCommand(Protocol):
+    @property
+    def argv(self) -> Sequence[str]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    def explain(self, output: str, *, failed: bool) -> list[str]:
+        """Notes for the model on what the sandbox blocked while the command ran."""
+        ...
+
+
+class CommandSandbox(Protocol):
+    """Where a Bash command runs: in the OS sandbox, outside it, or nowhere."""
+
+    def placement(self, command: str, *, leave_requested: bool) -> Placement: ...
+    def wrap(self, command: str, *, env: Mapping[str, str], cwd: Path) -> AbstractAsyncContextManager[WrappedCommand]:
+        """The argv and environment that run `command` in the sandbox, for as long as the context is open."""
+        ...
+
+
+UrlCheck = Callable[[str], Awaitable[None]]
+"""Raises `ToolError` when a URL may not be fetched (WebFetch checks every redirect hop with it)."""
+
+
+_thread_limiter = anyio.CapacityLimiter(TOOL_THREADS)
+
+
+def tool_threads() -> anyio.CapacityLimiter:
+    """The limiter every tool's worker thread goes through (see `TOOL_THREADS`)."""
+    return _thread_limiter
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,8 +109,30 @@ class ToolContext:
     def shows(self, path: str) -> bool:
         return self.readable is None or self.readable(path)
 
+    sandbox: CommandSandbox | None = None
+    """The OS sandbox for Bash; None runs commands as they are."""
+    check_url: UrlCheck | None = None
+    """The permission check for a URL the run did not ask for itself (a redirect); None allows every URL."""
+
 
 ToolFunction = Callable[[ToolContext, Any], Awaitable[str]]
+
+
+def safe_text(text: str) -> str:
+    r"""`text` with every lone surrogate written out, so it can be encoded (sent to a model, written to a file).
+
+    A file name that is not UTF-8 reaches Python as surrogate escapes (`caf\udce9.txt`); it is shown as the byte it
+    stands for (`caf\xe9.txt`), which `resolve_path` understands again."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_escaped(char) if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,12 +11,13 @@ from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
+import anyio.from_thread
 import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput
-from .paths import resolve_path
+from .base import Tool, ToolContext, ToolInput, tool_threads
+from .paths import open_resolved, resolve_path
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -93,29 +94,65 @@ async def _run_read(ctx: ToolContext, args: ReadInput) -> str:
     if args.pages is not None:
         raise ToolError(f"The pages parameter is only for PDF files. {_PDF_UNSUPPORTED}")
     path = resolve_path(ctx, args.file_path, purpose="read")
-    return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args))
+    return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args), limiter=tool_threads())
 
 
 def _read_file(ctx: ToolContext, path: Path, args: ReadInput) -> str:
-    info = _regular_file_stat(path, action="read")
-    if info is None:
+    fd = _open_existing(path, os.O_RDONLY, action="read")
+    if fd is None:
         raise _missing_file(ctx, path)
-    if info.st_size == 0:
-        return f"The file {path} exists but is empty."
-    try:
-        with path.open("rb") as file:
-            _refuse_binary(path, file.read(BINARY_SNIFF_BYTES), info.st_size)
+    with os.fdopen(fd, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            return f"The file {path} exists but is empty."
+        try:
+            _refuse_binary(path, file.read(BINARY_SNIFF_BYTES), size)
             paged = args.offset is not None or args.limit is not None
-            if info.st_size > MAX_UNPAGED_BYTES and not paged and not args.allow_large:
+            if size > MAX_UNPAGED_BYTES and not paged and not args.allow_large:
                 raise ToolError(
-                    f"File content ({_size(info.st_size)}) exceeds the maximum size that can be read at once "
+                    f"File content ({_size(size)}) exceeds the maximum size that can be read at once "
                     f"({_size(MAX_UNPAGED_BYTES)}). Use offset and limit to read specific parts of the file, "
                     "or use Grep to search it for specific content."
                 )
             file.seek(0)
             return _numbered_listing(path, file, start=max(args.offset or 1, 1), limit=args.limit)
+        except OSError as exc:
+            raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+
+
+def _open_existing(path: Path, flags: int, *, action: str) -> int | None:
+    """The file at `path` opened without following a symlink anywhere in it (see `open_resolved`), or None when
+    nothing is there. Directories, special files and files with more than one hard link are refused, checked on what
+    was opened, so nothing can be swapped in between."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway.
+        fd = open_resolved(path, flags | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except IsADirectoryError:
+        raise _directory_error(path) from None
     except OSError as exc:
-        raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
+        raise ToolError(f"Could not access {path}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _directory_error(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{path} is not a regular file (a device, socket or pipe) and cannot be {action}.")
+        if info.st_nlink > 1:
+            raise ToolError(
+                f"Path '{path}' is a file with {info.st_nlink} hard links. A hard link can reach a file outside the "
+                "working directory, so file tools do not read or write files that have more than one link."
+            )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _directory_error(path: Path) -> ToolError:
+    return ToolError(f"{path} is a directory, not a file. Use Glob to find files in it, or Bash with ls to list it.")
 
 
 def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | None) -> str:
@@ -153,6 +190,7 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
 def _iter_lines(file: BinaryIO) -> Iterator[str]:
     """Lines without their line ending, each cut to MAX_LINE_CHARS; huge lines are never held whole."""
     while raw := file.readline(_MAX_LINE_BYTES):
+        _stop_if_cancelled()
         cut = False
         if not raw.endswith(b"\n") and len(raw) == _MAX_LINE_BYTES:
             cut = _skip_rest_of_line(file)
@@ -169,6 +207,7 @@ def _cut(line: str, *, force: bool = False) -> str:
 def _skip_rest_of_line(file: BinaryIO) -> bool:
     skipped = False
     while chunk := file.readline(1 << 20):
+        _stop_if_cancelled()
         skipped = skipped or chunk != b"\n"
         if chunk.endswith(b"\n"):
             break
@@ -179,9 +218,18 @@ def _count_remaining_lines(file: BinaryIO) -> int:
     count = 0
     last = b"\n"
     while chunk := file.read(1 << 20):
+        _stop_if_cancelled()
         count += chunk.count(b"\n")
         last = chunk[-1:]
     return count if last == b"\n" else count + 1
+
+
+def _stop_if_cancelled() -> None:
+    """In a worker thread: end a long read as soon as the call is cancelled (TaskStop), instead of finishing it."""
+    try:
+        anyio.from_thread.check_cancelled()
+    except anyio.NoEventLoopError:  # not in a worker thread (a direct call): nothing to check
+        pass
 
 
 def _refuse_binary(path: Path, sample: bytes, size: int) -> None:
@@ -202,21 +250,6 @@ def _looks_binary(sample: bytes) -> bool:
         return True
     decoded = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(sample, final=False)
     return decoded.count("\ufffd") > len(sample) * _UNDECODABLE_SHARE
-
-
-def _regular_file_stat(path: Path, *, action: str) -> os.stat_result | None:
-    """The stat of the regular file at `path`, None if nothing is there; directories and special files are refused."""
-    try:
-        info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise ToolError(f"Could not access {path}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{path} is a directory, not a file. Use Glob to find files in it, or Bash with ls to list it.")
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolError(f"{path} is not a regular file (a device, socket or pipe) and cannot be {action}.")
-    return info
 
 
 def _missing_file(ctx: ToolContext, path: Path) -> ToolError:
@@ -269,14 +302,18 @@ prefer Edit, which sends only the change.
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     data = _encode(args.content, "content")
-    return await anyio.to_thread.run_sync(partial(_write_file, path, data))
+    return await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
 
 
 def _write_file(path: Path, data: bytes) -> str:
-    existed = _regular_file_stat(path, action="written") is not None
+    fd = _open_existing(path, os.O_WRONLY, action="written")
+    existed = fd is not None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        if fd is None:
+            fd = open_resolved(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode=0o666, make_parents=True)
+        with os.fdopen(fd, "wb") as file:
+            file.truncate(0)
+            file.write(data)
     except OSError as exc:
         raise ToolError(f"Could not write {path}: {exc.strerror or exc}") from None
     if existed:
@@ -318,7 +355,7 @@ async def _run_edit(ctx: ToolContext, args: EditInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     if args.old_string == args.new_string:
         raise ToolError("No changes to make: old_string and new_string are exactly the same.")
-    return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args))
+    return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args), limiter=tool_threads())
 
 
 def _edit_file(ctx: ToolContext, path: Path, args: EditInput) -> str:
@@ -367,10 +404,12 @@ def _edit_file(ctx: ToolContext, path: Path, args: EditInput) -> str:
 
 
 def _read_text_for_edit(path: Path) -> str | None:
-    if _regular_file_stat(path, action="edited") is None:
+    fd = _open_existing(path, os.O_RDONLY, action="edited")
+    if fd is None:
         return None
     try:
-        data = path.read_bytes()
+        with os.fdopen(fd, "rb") as file:
+            data = file.read()
     except OSError as exc:
         raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None
     try:

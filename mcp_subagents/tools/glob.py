@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from ..errors import ToolError
 from ..glob_root import glob_flags, glob_root
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolContext, ToolInput, tool_threads
 from .paths import resolve_path
 from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, newest_first, run_ripgrep, search_root
 
@@ -58,8 +58,10 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         raise ToolError(f"Listing files failed: {completed.error_text()}")
     matcher = _glob_matcher(rest)
     candidates = completed.lines()
-    matches = await anyio.to_thread.run_sync(partial(_matchingnewest_first, root, candidates, matcher))
-    matches = await anyio.to_thread.run_sync(_shown, ctx, matches)
+    matches = await anyio.to_thread.run_sync(
+        partial(_matchingnewest_first, root, candidates, matcher), limiter=tool_threads()
+    )
+    matches = await anyio.to_thread.run_sync(_shown, ctx, matches, limiter=tool_threads())
     incomplete = (
         "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
         if completed.stdout_overflowed

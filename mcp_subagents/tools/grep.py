@@ -10,7 +10,7 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolContext, ToolInput, tool_threads
 from .paths import is_hard_linked
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
@@ -123,15 +123,17 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    records = _split_records(completed.stdout.decode("utf-8", errors="replace"), args.output_mode)
+    records = _split_records(completed.stdout.decode("utf-8", errors="surrogateescape"), args.output_mode)
     if completed.stdout_overflowed and records:
         records.pop()  # possibly cut in the middle
     if completed.returncode not in (0, 1) and not records:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
-    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records)
-    records = await anyio.to_thread.run_sync(_shown_records, ctx, records)
+    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records, limiter=tool_threads())
+    records = await anyio.to_thread.run_sync(_shown_records, ctx, records, limiter=tool_threads())
     if args.output_mode == "files_with_matches":
-        paths = await anyio.to_thread.run_sync(newest_first, [Path(path) for path, _ in records if path is not None])
+        paths = await anyio.to_thread.run_sync(
+            newest_first, [Path(path) for path, _ in records if path is not None], limiter=tool_threads()
+        )
         lines = [str(path) for path in paths]
     else:
         lines = _join_records(records, line_numbers=args.line_numbers)

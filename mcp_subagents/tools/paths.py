@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Literal
@@ -39,11 +42,23 @@ def _absolute(ctx: ToolContext, raw: str) -> Path:
     if "\0" in raw:
         raise ToolError("The path contains a NUL character.")
     expanded = Path(os.path.expanduser(raw))
-    return expanded if expanded.is_absolute() else ctx.cwd / expanded
+    path = expanded if expanded.is_absolute() else ctx.cwd / expanded
+    if "\\x" in raw and not os.path.lexists(path):
+        # Tools show the bytes of a name that is not UTF-8 as \xNN (see `safe_text`): the model may send that back.
+        unescaped = Path(_BYTE_ESCAPE.sub(lambda match: chr(0xDC00 + int(match[1], 16)), str(path)))
+        if os.path.lexists(unescaped):
+            return unescaped
+    return path
+
+
+_BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
 
 
 def _real_path(path: Path) -> Path:
-    return Path(os.path.realpath(path))
+    try:
+        return Path(os.path.realpath(path))
+    except OSError:  # a component changed between realpath's lstat and readlink
+        raise _swapped(path) from None
 
 
 def is_hard_linked(path: Path) -> bool:
@@ -76,4 +91,53 @@ def _require_inside_roots(ctx: ToolContext, raw: str, resolved: Path) -> None:
     raise ToolError(
         f"Path '{raw}' resolves to {resolved}, which is outside the working directory. "
         f"Tools may only access files under: {roots}."
+    )
+
+
+_DIRECTORY_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_resolved(path: Path, flags: int, *, mode: int = 0o666, make_parents: bool = False) -> int:
+    """Open the resolved absolute `path` without following a symlink in any of its components.
+
+    `resolve_path` checked where the path leads; a process that swaps a component for a symlink afterwards must not
+    redirect the open. Each directory is opened relative to the one before it with O_NOFOLLOW, so a symlink that
+    appeared since the check fails the open instead of being followed.
+
+    Raises:
+        ToolError: a component of the path is now a symlink (or no longer a directory).
+        OSError: any other failure (FileNotFoundError when the file or a parent is missing).
+    """
+    parts = path.parts
+    fd = os.open(parts[0], _DIRECTORY_FLAGS)
+    try:
+        for name in parts[1:-1]:
+            try:
+                next_fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not make_parents:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
+                next_fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _swapped(path) from None
+                raise
+            os.close(fd)
+            fd = next_fd
+        try:
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _swapped(path) from None
+            raise
+    finally:
+        os.close(fd)
+
+
+def _swapped(path: Path) -> ToolError:
+    return ToolError(
+        f"{path} changed while it was being opened: a symlink took the place of one of its parts. It was not "
+        "followed; check the path and try again."
     )

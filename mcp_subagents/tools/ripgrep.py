@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-from anyio.abc import ByteReceiveStream
-
 from ..errors import ToolError
+from ..processes import signal_group
+from ._process import CappedBytes, Command, run_captured
 from .base import ToolContext
 from .paths import resolve_path
 
@@ -54,7 +53,7 @@ class _Completed:
     stdout_overflowed: bool
 
     def lines(self) -> list[str]:
-        text = self.stdout.decode("utf-8", errors="replace")
+        text = self.stdout.decode("utf-8", errors="surrogateescape")  # file names keep their exact bytes
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -66,47 +65,18 @@ class _Completed:
         return self.stderr.decode("utf-8", errors="replace").strip()
 
 
-class _CappedBytes:
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.data = bytearray()
-        self.overflowed = False
-
-    def add(self, chunk: bytes) -> None:
-        room = self.cap - len(self.data)
-        if len(chunk) > room:
-            self.overflowed = True
-        self.data.extend(chunk[: max(room, 0)])
-
-
-async def _drain(stream: ByteReceiveStream | None, sink: _CappedBytes) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        sink.add(chunk)
-
-
 async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> _Completed:
-    command = [find_ripgrep(), *arguments]
-    stdout = _CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
-    stderr = _CappedBytes(MAX_RIPGREP_STDERR_BYTES)
-    returncode = -1
-    try:
-        process = await anyio.open_process(command, cwd=cwd, env=dict(ctx.env), stdin=subprocess.DEVNULL)
-    except OSError as exc:
-        raise ToolError(f"Could not start ripgrep: {exc}") from None
-    async with process:
-        with anyio.move_on_after(RIPGREP_TIMEOUT_SECONDS) as deadline:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_drain, process.stdout, stdout)
-                group.start_soon(_drain, process.stderr, stderr)
-                returncode = await process.wait()
-        if deadline.cancelled_caught:
-            process.kill()
-            raise ToolError(
-                f"The search timed out after {RIPGREP_TIMEOUT_SECONDS:.0f} s. Search a narrower path, or filter "
-                "files with glob or type."
-            )
+    stdout = CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
+    stderr = CappedBytes(MAX_RIPGREP_STDERR_BYTES)
+    command = Command(argv=[find_ripgrep(), *arguments], cwd=cwd, env=ctx.env, what="ripgrep")
+    finished = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=RIPGREP_TIMEOUT_SECONDS)
+    if finished.timed_out:
+        raise ToolError(
+            f"The search timed out after {RIPGREP_TIMEOUT_SECONDS:.0f} s. Search a narrower path, or filter "
+            "files with glob or type."
+        )
+    signal_group(finished.pid, signal.SIGKILL)  # rg starts nothing, but nothing a search starts may outlive it
+    returncode = finished.returncode if finished.returncode is not None else -1
     return _Completed(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
 
 

@@ -1,46 +1,28 @@
-"""Bash: run one shell command in the working directory, and the environment it runs with."""
+"""Bash: run one shell command in the working directory, inside the OS sandbox when there is one."""
 
 from __future__ import annotations
 
 import codecs
 import os
 import shutil
-import signal
-import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
-import anyio
-from anyio.abc import ByteReceiveStream, Process
 from pydantic import Field
 
+from ..environment import scrubbed_environment
 from ..errors import ToolError
+from ..processes import group_alive, may_have_left_processes, new_tag, reap_adopted
+from ._process import Command, Finished, environment_with_tag, exit_signal_name, run_captured
 from .base import Tool, ToolContext, ToolInput
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 MAX_OUTPUT_CHARS = 30_000
-KILL_GRACE_SECONDS = 1.0
-"""Between SIGTERM and SIGKILL."""
-OUTPUT_DRAIN_GRACE_SECONDS = 1.0
-"""How long background processes that hold the output pipes open may delay the result after the shell exits."""
-
-_SECRET_NAMES = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
-_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET")
-_OWN_PREFIX = "MCP_SUBAGENTS_"
-_OWN_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 
 
 def sanitized_environment(base: Mapping[str, str]) -> dict[str, str]:
     """`base` without provider credentials and other variables that look like secrets."""
-    return {name: value for name, value in base.items() if not _looks_secret(name)}
-
-
-def _looks_secret(name: str) -> bool:
-    upper = name.upper()
-    if upper in _SECRET_NAMES or upper.endswith(_SECRET_SUFFIXES):
-        return True
-    return upper.startswith(_OWN_PREFIX) and any(word in upper for word in _OWN_SECRET_WORDS)
+    return scrubbed_environment(base)
 
 
 class BashInput(ToolInput):
@@ -59,6 +41,12 @@ class BashInput(ToolInput):
         default=False,
         description="Not supported for subagents: commands always run in the foreground.",
     )
+    dangerously_disable_sandbox: bool = Field(
+        default=False,
+        alias="dangerouslyDisableSandbox",
+        description="Run this command outside the sandbox. Only when the sandbox blocked something the command "
+        "needs; the command then needs the usual permission, and the settings may forbid it.",
+    )
 
 
 BASH_DESCRIPTION = f"""Executes a bash command and returns its output (stdout, then stderr).
@@ -74,6 +62,9 @@ reported as an error together with the output.
 flags that avoid prompts.
 - run_in_background is not supported. A background job (`&`) should redirect its output to a file, or the \
 result will not show what it prints after the command ends.
+- Where the server runs commands in a sandbox, they can write only inside the working directory and a private \
+temporary directory, and reach only the network hosts the settings allow; the result says when the sandbox \
+blocked something. Set dangerouslyDisableSandbox only when that is what stops a command you need.
 - Prefer the dedicated tools over shell equivalents: Glob (not find or ls -R), Grep (not grep or rg), Read (not \
 cat, head or tail), Edit (not sed or awk), Write (not echo > file).
 - Independent commands can be sent as several Bash calls in one response; for dependent ones use `&&`, or `;` \
@@ -87,113 +78,63 @@ async def _run_bash(ctx: ToolContext, args: BashInput) -> str:
             f"timeout (up to {MAX_TIMEOUT_MS} ms) if it takes long."
         )
     timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
-    process = await _spawn(ctx, args.command)
-    try:
-        outcome = await _supervise(process, timeout_ms / 1000)
-    except BaseException:
-        # Cancelled (TaskStop, a deadline) or failed: nothing the command started may outlive the call.
-        with anyio.CancelScope(shield=True):
-            await _terminate_group(process)
-            await process.aclose()
-        raise
-    with anyio.CancelScope(shield=True):
-        await process.aclose()
-    if _group_alive(process.pid):
-        ctx.processes.ids.add(process.pid)
-    return _report(outcome, timeout_ms)
+    output = _Output()
+    sandbox = ctx.sandbox
+    if sandbox is not None:
+        placement = sandbox.placement(args.command, leave_requested=args.dangerously_disable_sandbox)
+        if placement.refusal:
+            raise ToolError(placement.refusal)
+        if placement.sandboxed:
+            async with sandbox.wrap(args.command, env=ctx.env, cwd=ctx.cwd) as wrapped:
+                command = Command(argv=wrapped.argv, cwd=ctx.cwd, env=wrapped.env, what="the sandbox (bwrap)")
+                finished = await _run(command, output, timeout_ms)
+                notes = wrapped.explain(output.text_for_notes(), failed=_failed(finished))
+            return _report(finished, output, timeout_ms, notes)
+    tag = new_tag()
+    command = Command(
+        argv=[_shell(), "-c", args.command],
+        cwd=ctx.cwd,
+        env=environment_with_tag(ctx.env, tag),
+        tag=tag,
+        what="the shell",
+    )
+    finished = await _run(command, output, timeout_ms)
+    # What the command left running (`cmd &`, `setsid cmd`) lives until the task stops or the server exits.
+    if may_have_left_processes(tag):
+        ctx.processes.tags.add(tag)
+    if group_alive(finished.pid):
+        ctx.processes.ids.add(finished.pid)
+    reap_adopted()
+    return _report(finished, output, timeout_ms)
 
 
-def _group_alive(group_id: int) -> bool:
-    try:
-        os.killpg(group_id, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+class _Output:
+    def __init__(self) -> None:
+        self.stdout = _TextCollector(MAX_OUTPUT_CHARS)
+        self.stderr = _TextCollector(MAX_OUTPUT_CHARS)
+
+    def finish(self) -> None:
+        self.stdout.finish()
+        self.stderr.finish()
+
+    def text_for_notes(self) -> str:
+        return f"{self.stdout.last(4000)}\n{self.stderr.last(4000)}"
 
 
-async def _spawn(ctx: ToolContext, command: str) -> Process:
-    started: list[Process] = []
-    # Shielded: cancelled mid-spawn, asyncio would kill the shell alone and orphan what it had already started.
-    with anyio.CancelScope(shield=True):
-        try:
-            started.append(
-                await anyio.open_process(
-                    [_shell(), "-c", command],
-                    cwd=ctx.cwd,
-                    env=dict(ctx.env),
-                    stdin=subprocess.DEVNULL,
-                    start_new_session=True,
-                )
-            )
-        except OSError as exc:
-            raise ToolError(f"Could not start the shell: {exc}") from None
-    return started[0]
+async def _run(command: Command, output: _Output, timeout_ms: int) -> Finished:
+    finished = await run_captured(command, stdout=output.stdout, stderr=output.stderr, time_limit=timeout_ms / 1000)
+    output.finish()
+    return finished
+
+
+def _failed(finished: Finished) -> bool:
+    return finished.timed_out or finished.returncode != 0
 
 
 def _shell() -> str:
     if os.path.exists("/bin/bash"):
         return "/bin/bash"
     return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
-
-
-@dataclass(slots=True, kw_only=True)
-class _Outcome:
-    stdout: _TextCollector
-    stderr: _TextCollector
-    returncode: int | None = None
-    timed_out: bool = False
-    output_abandoned: bool = False
-
-
-async def _supervise(process: Process, timeout_seconds: float) -> _Outcome:
-    outcome = _Outcome(stdout=_TextCollector(MAX_OUTPUT_CHARS), stderr=_TextCollector(MAX_OUTPUT_CHARS))
-    drained = anyio.Event()
-
-    async def drain_both() -> None:
-        async with anyio.create_task_group() as readers:
-            readers.start_soon(_collect, process.stdout, outcome.stdout)
-            readers.start_soon(_collect, process.stderr, outcome.stderr)
-        drained.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(drain_both)
-        with anyio.move_on_after(timeout_seconds) as deadline:
-            outcome.returncode = await process.wait()
-        if deadline.cancelled_caught:
-            outcome.timed_out = True
-            await _terminate_group(process)
-        with anyio.move_on_after(OUTPUT_DRAIN_GRACE_SECONDS) as grace:
-            await drained.wait()
-        if grace.cancelled_caught:
-            outcome.output_abandoned = True
-            group.cancel_scope.cancel()
-    outcome.stdout.finish()
-    outcome.stderr.finish()
-    return outcome
-
-
-async def _collect(stream: ByteReceiveStream | None, collector: _TextCollector) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        collector.add(chunk)
-
-
-async def _terminate_group(process: Process) -> None:
-    """SIGTERM the command's process group; once the shell is gone (or the grace is over), SIGKILL the rest."""
-    group_id = process.pid  # the shell leads its own session, so its pid is the group id
-    _signal_group(group_id, signal.SIGTERM)
-    with anyio.move_on_after(KILL_GRACE_SECONDS):
-        await process.wait()
-    _signal_group(group_id, signal.SIGKILL)
-    await process.wait()
-
-
-def _signal_group(group_id: int, signum: signal.Signals) -> None:
-    try:
-        os.killpg(group_id, signum)
-    except ProcessLookupError:
-        pass
 
 
 class _TextCollector:
@@ -223,22 +164,22 @@ class _TextCollector:
         return self._tail[-count:] if count > 0 else ""
 
 
-def _report(outcome: _Outcome, timeout_ms: int) -> str:
-    output = _combined_output([outcome.stdout, outcome.stderr], MAX_OUTPUT_CHARS)
-    notes: list[str] = []
-    if outcome.output_abandoned:
-        notes.append(
+def _report(finished: Finished, output: _Output, timeout_ms: int, notes: Sequence[str] = ()) -> str:
+    text_out = _combined_output([output.stdout, output.stderr], MAX_OUTPUT_CHARS)
+    lines: list[str] = list(notes)
+    if finished.output_abandoned:
+        lines.append(
             "(A background process kept the output open after the command finished; what it printed later is "
             "not shown. Redirect a background job's output to a file.)"
         )
     failure = None
-    if outcome.timed_out:
+    if finished.timed_out:
         failure = f"Command timed out after {timeout_ms} ms"
-    elif outcome.returncode is not None and outcome.returncode < 0:
-        failure = f"Command was killed by signal {signal.Signals(-outcome.returncode).name}"
-    elif outcome.returncode:
-        failure = f"Exit code {outcome.returncode}"
-    text = "\n".join(part for part in (output, *notes, failure) if part)
+    elif finished.returncode is not None and finished.returncode < 0:
+        failure = f"Command was killed by signal {exit_signal_name(finished.returncode)}"
+    elif finished.returncode:
+        failure = f"Exit code {finished.returncode}"
+    text = "\n".join(part for part in (text_out, *lines, failure) if part)
     if failure:
         raise ToolError(text)
     return text or "(Command completed with no output)"

@@ -13,7 +13,7 @@ import anyio
 from pydantic import Field
 
 from ..errors import ModelAPIError, ToolError
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolContext, ToolInput, UrlCheck
 from .page_reader import answer_from_page
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ async def _run_webfetch(ctx: ToolContext, args: WebFetchInput) -> str:
     _check_url(args.url)
     page: _Page | None = None
     with anyio.move_on_after(FETCH_TIMEOUT_SECONDS):
-        page = await _fetch(args.url)
+        page = await _fetch(args.url, ctx.check_url)
     if page is None:
         raise ToolError(f"Fetching {args.url} timed out after {FETCH_TIMEOUT_SECONDS:.0f} s.")
     return await _apply_prompt(ctx, args, page)
@@ -99,33 +99,38 @@ class _Page:
     content: str
 
 
-async def _fetch(url: str) -> _Page:
+async def _fetch(url: str, check_url: UrlCheck | None = None) -> _Page:
+    """GET `url`, following redirects one hop at a time: a hop to another host passes `check_url` first, so a
+    redirect cannot take the fetch where the domain rules would not."""
     import httpx2
 
     try:
-        async with (
-            httpx2.AsyncClient(
-                follow_redirects=True,
-                max_redirects=MAX_REDIRECTS,
-                timeout=httpx2.Timeout(FETCH_TIMEOUT_SECONDS),
-                headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.9, */*;q=0.5"},
-            ) as client,
-            client.stream("GET", url) as response,
-        ):
-            final_url = str(response.url)
-            if not response.is_success:
-                reason = f" {response.reason_phrase}" if response.reason_phrase else ""
-                raise ToolError(f"Fetching {final_url} failed: HTTP {response.status_code}{reason}.")
-            media_type = _media_type(response)
-            if media_type and not _is_textual(media_type):
-                raise ToolError(
-                    f"{final_url} returned {media_type} content, which WebFetch cannot read: it reads HTML "
-                    "and text only."
-                )
-            body, body_cut = await _read_capped(response)
-            text = _decode(body, response.charset_encoding)
-    except httpx2.TooManyRedirects:
-        raise ToolError(f"Fetching {url} failed: more than {MAX_REDIRECTS} redirects.") from None
+        async with httpx2.AsyncClient(
+            follow_redirects=False,
+            timeout=httpx2.Timeout(FETCH_TIMEOUT_SECONDS),
+            headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.9, */*;q=0.5"},
+        ) as client:
+            current = url
+            for _ in range(MAX_REDIRECTS + 1):
+                async with client.stream("GET", current) as response:
+                    if response.is_redirect and "location" in response.headers:
+                        current = await _next_hop(current, response.headers["location"], check_url)
+                        continue
+                    final_url = str(response.url)
+                    if not response.is_success:
+                        reason = f" {response.reason_phrase}" if response.reason_phrase else ""
+                        raise ToolError(f"Fetching {final_url} failed: HTTP {response.status_code}{reason}.")
+                    media_type = _media_type(response)
+                    if media_type and not _is_textual(media_type):
+                        raise ToolError(
+                            f"{final_url} returned {media_type} content, which WebFetch cannot read: it reads HTML "
+                            "and text only."
+                        )
+                    body, body_cut = await _read_capped(response)
+                    text = _decode(body, response.charset_encoding)
+                    break
+            else:
+                raise ToolError(f"Fetching {url} failed: more than {MAX_REDIRECTS} redirects.")
     except httpx2.UnsupportedProtocol as exc:
         raise ToolError(f"Fetching {url} failed: {exc} (only http and https are supported).") from None
     except httpx2.TimeoutException:
@@ -138,6 +143,16 @@ async def _fetch(url: str) -> _Page:
     elif not media_type and "\0" in text:
         raise ToolError(f"{final_url} returned binary content, which WebFetch cannot read.")
     return _Page(final_url, _cap(text.strip(), body_cut))
+
+
+async def _next_hop(current: str, location: str, check_url: UrlCheck | None) -> str:
+    target = urljoin(current, location)
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ToolError(f"Fetching {current} failed: it redirects to {target}; only http and https are supported.")
+    if check_url is not None and parts.hostname != urlsplit(current).hostname:
+        await check_url(target)
+    return target
 
 
 def _media_type(response: httpx2.Response) -> str:

@@ -108,7 +108,19 @@ class Malformed:
     body: str = '{"type": "message", "content": [oops'
 
 
-Step: TypeAlias = "Turn | Error | Hang | Malformed | Callable[[Json], Step]"
+SIGN_IN_PAGE = "<!doctype html><html><head><title>Sign in</title></head><body>Please sign in</body></html>"
+
+
+@dataclass(frozen=True, slots=True)
+class Raw:
+    """Any HTTP answer at all, as a server that is not the API (a proxy's login page, a wrong URL) might give."""
+
+    status: int = 200
+    content_type: str = "text/html; charset=utf-8"
+    body: str = SIGN_IN_PAGE
+
+
+Step: TypeAlias = "Turn | Error | Hang | Malformed | Raw | Callable[[Json], Step]"
 
 _ERRORS = {
     400: ("invalid_request_error", "Invalid request"),
@@ -198,6 +210,10 @@ def malformed(body: str = '{"type": "message", "content": [oops') -> Malformed:
     return Malformed(body)
 
 
+def raw(status: int = 200, content_type: str = "text/html; charset=utf-8", body: str | None = None) -> Raw:
+    return Raw(status, content_type, SIGN_IN_PAGE if body is None else body)
+
+
 def hang(*, after_start: bool = False) -> Hang:
     """Never answer (or, with `after_start`, stall after the first stream event) until the client goes away."""
     return Hang(after_start)
@@ -259,10 +275,10 @@ class FakeLLM:
         if self._thread is not None:
             self._thread.join(10)
 
-    def _next_step(self, body: Json) -> Turn | Error | Hang | Malformed | None:
+    def _next_step(self, body: Json) -> Turn | Error | Hang | Malformed | Raw | None:
         with self._lock:
             step = self.queue.popleft() if self.queue else self.default
-        while step is not None and not isinstance(step, Turn | Error | Hang | Malformed):
+        while step is not None and not isinstance(step, Turn | Error | Hang | Malformed | Raw):
             step = step(body)
         return step
 
@@ -288,6 +304,8 @@ class FakeLLM:
             return _error_response(api, Error(500, "api_error", message, {"x-should-retry": "false"}))
         if isinstance(step, Error):
             return _error_response(api, step)
+        if isinstance(step, Raw):
+            return Response(step.body, status_code=step.status, headers={"content-type": step.content_type})
         if isinstance(step, Malformed):
             if streaming:
                 kind = "message_start" if api == "anthropic" else "chunk"

@@ -54,6 +54,7 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
         "ANTHROPIC_API_KEY": "sk-test-key-12345",
         "ANTHROPIC_BASE_URL": fake.url,
         "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
+        "MCP_SUBAGENTS_SANDBOX": "off",  # a sandboxed Bash command would run without a question
     }
     with anyio.fail_after(60):
         server = await ModernStdioServer.start(environ)

@@ -63,6 +63,8 @@ async def serving(tmp_path: Path, fake: FakeLLM, *, mode: str, permissions: dict
         "MCP_SUBAGENTS_SETTINGS": str(settings),
         "MCP_SUBAGENTS_MANAGED_SETTINGS_FILE": str(tmp_path / "managed" / "managed-settings.json"),
         "MCP_SUBAGENTS_WATCH_INTERVAL": "0",
+        # The rules themselves are under attack here: with the sandbox on, every command would run confined.
+        "MCP_SUBAGENTS_SANDBOX": "off",
     }
     with anyio.fail_after(120):
         server = await RawStdioServer.start(environ)

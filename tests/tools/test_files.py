@@ -46,7 +46,7 @@ EXPECTED_PROPERTIES = {
         "offset",
         "multiline",
     ],
-    "Bash": ["command", "timeout", "description", "run_in_background"],
+    "Bash": ["command", "timeout", "description", "run_in_background", "dangerouslyDisableSandbox"],
     "WebFetch": ["url", "prompt"],
     "TodoWrite": ["todos"],
 }

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from mcp_subagents.errors import ToolError
 from mcp_subagents.tools import ToolContext
-from mcp_subagents.tools.paths import resolve_path
+from mcp_subagents.tools.base import safe_text
+from mcp_subagents.tools.paths import open_resolved, resolve_path
 
 
 def test_relative_path_resolves_against_the_working_directory(ctx: ToolContext, workdir: Path) -> None:
@@ -81,3 +83,36 @@ def test_sibling_with_the_root_as_name_prefix_is_outside(tmp_path: Path, ctx: To
 def test_empty_or_nul_paths_are_refused(ctx: ToolContext, raw: str) -> None:
     with pytest.raises(ToolError):
         resolve_path(ctx, raw, purpose="read")
+
+
+def test_open_resolved_opens_a_plain_path_and_makes_parents_when_asked(tmp_path: Path) -> None:
+    target = tmp_path.resolve() / "a" / "b" / "new.txt"
+    fd = open_resolved(target, os.O_WRONLY | os.O_CREAT, make_parents=True)
+    os.close(fd)
+    assert target.exists()
+    with pytest.raises(FileNotFoundError):
+        open_resolved(tmp_path.resolve() / "missing" / "x.txt", os.O_RDONLY)
+
+
+@pytest.mark.parametrize("where", ["directory", "file"])
+def test_open_resolved_refuses_a_symlink_anywhere_in_the_path(tmp_path: Path, where: str) -> None:
+    root = tmp_path.resolve()
+    (root / "outside").mkdir()
+    (root / "outside" / "secret.txt").write_text("secret")
+    if where == "directory":
+        (root / "d").symlink_to(root / "outside")
+        path = root / "d" / "secret.txt"
+    else:
+        (root / "f.txt").symlink_to(root / "outside" / "secret.txt")
+        path = root / "f.txt"
+    with pytest.raises(ToolError, match="a symlink took the place of one of its parts"):
+        open_resolved(path, os.O_RDONLY)
+
+
+def test_names_tools_printed_as_byte_escapes_resolve_back(ctx: ToolContext, workdir: Path) -> None:
+    (Path(os.fsdecode(os.fsencode(workdir) + b"/caf\xe9.txt"))).write_text("x")
+    resolved = resolve_path(ctx, "caf\\xe9.txt", purpose="read")
+    assert os.fsencode(resolved).endswith(b"caf\xe9.txt")
+    assert safe_text(str(resolved)).endswith("caf\\xe9.txt")
+    assert safe_text("lone \ud800 surrogate") == "lone \\ud800 surrogate"
+    assert safe_text("plain ü text") == "plain ü text"

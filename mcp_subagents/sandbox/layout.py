@@ -1,0 +1,170 @@
+"""What a sandboxed command sees of the filesystem, as bubblewrap arguments.
+
+The whole filesystem is mounted read-only; the writable areas (the working directory, the host's roots,
+`filesystem.allowWrite`) are bound read-write on top, then the protected paths inside them (`denyWrite`, the
+files that configure git, the shell, editors and this server) read-only again, then the hidden paths (secrets, the
+state directory, `denyRead`, files Read deny rules name) are covered: a file by an unreadable empty file, a
+directory by an unreadable empty tmpfs (with the `allowRead` paths inside it bound back). `/tmp` is a private
+directory of the run, and `/run`, where the sockets of system services live, is empty.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SECRET_PATHS = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".my.cnf",
+    ".git-credentials",
+    ".vault-token",
+    ".password-store",
+    ".terraform.d",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".config/op",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".mozilla",
+    ".local/share/keyrings",
+    ".claude.json",
+    ".claude/.credentials.json",
+    ".bash_history",
+    ".zsh_history",
+)
+"""Under the home directory: credentials, keys, tokens, browser profiles and shell history."""
+
+PROTECTED_NAMES = (
+    ".git/hooks",
+    ".git/config",
+    ".gitmodules",
+    ".claude",
+    ".mcp.json",
+    ".husky",
+    ".envrc",
+    ".vscode",
+    ".idea",
+    ".gitconfig",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+    ".ripgreprc",
+)
+"""At the top of each writable area: files that make git, shells, editors or this server run code or change its
+rules. They stay read-only inside the sandbox."""
+
+PROXY_SOCKET = "/run/mcp-subagents/proxy.sock"
+"""Where the proxy's Unix socket appears inside the sandbox."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    cwd: Path
+    private_tmp: Path
+    placeholder_file: Path
+    """An empty file nobody may read, bound over each hidden file."""
+    writable: tuple[Path, ...] = ()
+    read_only: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    readable_again: tuple[Path, ...] = ()
+    unix_sockets: tuple[Path, ...] = ()
+    hide_run: bool = True
+    proxy_socket: Path | None = None
+    hidden_reasons: dict[Path, str] = field(default_factory=lambda: dict[Path, str](), compare=False)
+
+
+def bwrap_arguments(layout: Layout) -> list[str]:
+    """bwrap's options (without the binary and the command) for `layout`."""
+    args = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-net"]
+    args += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if layout.hide_run and Path("/run").is_dir():
+        args += ["--tmpfs", "/run"]
+        for socket in layout.unix_sockets:
+            args += ["--bind", str(socket), str(socket)]
+    if layout.proxy_socket is not None:
+        args += ["--ro-bind", str(layout.proxy_socket), PROXY_SOCKET]
+    args += ["--bind", str(layout.private_tmp), "/tmp"]
+    for path in _outermost(layout.writable):
+        args += ["--bind", str(path), str(path)]
+    for path in layout.read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in _outermost(layout.hidden):
+        args += _hide(path, layout)
+    args += ["--chdir", str(layout.cwd)]
+    return args
+
+
+def _hide(path: Path, layout: Layout) -> list[str]:
+    if not path.is_dir():
+        return ["--ro-bind", str(layout.placeholder_file), str(path)]
+    args = ["--tmpfs", str(path)]
+    inside = [again for again in layout.readable_again if again != path and again.is_relative_to(path)]
+    for again in _outermost(inside):
+        args += ["--ro-bind", str(again), str(again)]
+    # Without readable paths inside, nothing may even be listed; with them, they must be reachable by name.
+    args += ["--chmod", "0711" if inside else "0000", str(path), "--remount-ro", str(path)]
+    return args
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """Paths without duplicates, or any path below another in the list, in a stable order."""
+    unique = sorted(set(paths), key=lambda path: (len(path.parts), str(path)))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(path.is_relative_to(parent) for parent in kept):
+            kept.append(path)
+    return kept
+
+
+def resolve_setting_path(entry: str, *, home: Path, project: Path) -> Path:
+    """A path from `sandbox.filesystem`: `//abs` and `/abs` are absolute, `~/x` is under the home directory, and
+    `./x` or `x` is under the project directory."""
+    if entry.startswith("//"):
+        raw = "/" + entry.lstrip("/")
+    elif entry == "~" or entry.startswith("~/"):
+        raw = str(home / entry[2:])
+    elif entry.startswith("/"):
+        raw = entry
+    else:
+        raw = str(project / entry.removeprefix("./"))
+    return Path(os.path.realpath(raw))
+
+
+def existing(paths: Iterable[Path]) -> list[Path]:
+    return [path for path in paths if os.path.lexists(path)]
+
+
+def real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def protected_paths(writable: Iterable[Path]) -> list[Path]:
+    found: list[Path] = []
+    for root in writable:
+        for name in PROTECTED_NAMES:
+            candidate = root / name
+            if os.path.exists(candidate):  # a symlink is protected where it leads
+                found.append(real(candidate))
+    return found
+
+
+def secret_paths(home: Path) -> list[Path]:
+    return [real(home / name) for name in SECRET_PATHS if os.path.lexists(home / name)]

@@ -1,0 +1,173 @@
+"""The one subprocess runner of the tools (Bash, Grep, Glob): spawn, drain, cap, deadline, kill the group.
+
+A process is started in a new session with an empty stdin and the tool's environment, and its stdout and stderr are
+drained into sinks that keep what they can. On a timeout or a cancel (TaskStop, a task deadline) the whole process
+group is sent SIGTERM, then SIGKILL after a grace; a command outside the sandbox also loses the processes that left
+its group (see `processes`). Cleanup runs shielded, so a cancel never leaves anything behind.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from ..errors import ToolError
+from ..processes import PROCESS_TAG_VARIABLE, descendants, kill_pids, kill_tagged, signal_group
+
+KILL_GRACE_SECONDS = 1.0
+"""Between SIGTERM and SIGKILL."""
+OUTPUT_DRAIN_GRACE_SECONDS = 1.0
+"""How long processes that hold the output pipes open after the main process exited may delay the result."""
+
+
+class Sink(Protocol):
+    def add(self, data: bytes) -> None: ...
+
+
+class CappedBytes:
+    """Keeps the first `cap` bytes of a stream and notes whether there was more."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.overflowed = False
+
+    def add(self, data: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(data) > room:
+            self.overflowed = True
+        self.data.extend(data[: max(room, 0)])
+
+
+@dataclass(slots=True, kw_only=True)
+class Finished:
+    pid: int
+    """Also the process group id: the process leads its own session."""
+    returncode: int | None = None
+    """None when the process did not exit by itself (timed out)."""
+    timed_out: bool = False
+    output_abandoned: bool = False
+    """The process exited but something it started kept the pipes open past the grace; its later output is lost."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    argv: Sequence[str]
+    cwd: Path
+    env: Mapping[str, str]
+    tag: str | None = None
+    """The process tag in `env`, if any: processes carrying it are killed with the group."""
+    what: str = "the command"
+    """How spawn errors name it: "Could not start {what}"."""
+
+
+async def run_captured(
+    command: Command,
+    *,
+    stdout: Sink,
+    stderr: Sink,
+    time_limit: float,
+    drain_grace: float = OUTPUT_DRAIN_GRACE_SECONDS,
+) -> Finished:
+    """Run `command` to its end or its deadline, draining its output into the sinks.
+
+    Raises:
+        ToolError: the process could not be started.
+    """
+    process = await _spawn(command)
+    try:
+        finished = await _supervise(process, command, stdout, stderr, time_limit, drain_grace)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await terminate(process, command.tag)
+            await process.aclose()
+        raise
+    with anyio.CancelScope(shield=True):
+        await process.aclose()
+    return finished
+
+
+async def _spawn(command: Command) -> Process:
+    started: list[Process] = []
+    # Shielded: cancelled mid-spawn, asyncio would kill the process alone and orphan what it had already started.
+    with anyio.CancelScope(shield=True):
+        try:
+            started.append(
+                await anyio.open_process(
+                    list(command.argv),
+                    cwd=command.cwd,
+                    env=dict(command.env),
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+        except OSError as exc:
+            raise ToolError(f"Could not start {command.what}: {exc.strerror or exc}") from None
+    return started[0]
+
+
+async def _supervise(
+    process: Process, command: Command, stdout: Sink, stderr: Sink, time_limit: float, drain_grace: float
+) -> Finished:
+    finished = Finished(pid=process.pid)
+    drained = anyio.Event()
+
+    async def drain_both() -> None:
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(_drain, process.stdout, stdout)
+            readers.start_soon(_drain, process.stderr, stderr)
+        drained.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(drain_both)
+        with anyio.move_on_after(time_limit) as deadline:
+            finished.returncode = await process.wait()
+        if deadline.cancelled_caught:
+            finished.timed_out = True
+            await terminate(process, command.tag)
+        with anyio.move_on_after(drain_grace) as grace:
+            await drained.wait()
+        if grace.cancelled_caught:
+            finished.output_abandoned = True
+            group.cancel_scope.cancel()
+    return finished
+
+
+async def _drain(stream: ByteReceiveStream | None, sink: Sink) -> None:
+    if stream is None:
+        return
+    async for chunk in stream:
+        sink.add(chunk)
+
+
+async def terminate(process: Process, tag: str | None = None) -> None:
+    """SIGTERM the process group; once the leader is gone (or the grace is over), SIGKILL the group and every
+    process that left it: those below the leader, and those carrying `tag`."""
+    group_id = process.pid
+    strays = descendants(group_id) if tag is not None and process.returncode is None else []
+    signal_group(group_id, signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE_SECONDS):
+        await process.wait()
+    signal_group(group_id, signal.SIGKILL)
+    kill_pids(strays)
+    if tag is not None:
+        kill_tagged((tag,))
+    await process.wait()
+
+
+def exit_signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def environment_with_tag(env: Mapping[str, str], tag: str) -> dict[str, str]:
+    return {**env, PROCESS_TAG_VARIABLE: tag}

@@ -1,0 +1,63 @@
+"""Which variables count as secrets, and what a child process's environment keeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_subagents.environment import looks_secret, scrubbed_environment, secret_values
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ANTHROPIC_API_KEY", "x"),
+        ("OPENAI_API_KEY", "x"),
+        ("AWS_ACCESS_KEY_ID", "x"),
+        ("AWS_SESSION_TOKEN", "x"),
+        ("PGPASSWORD", "x"),
+        ("MYSQL_PWD", "x"),
+        ("GITHUB_PAT", "x"),
+        ("SENTRY_DSN", "x"),
+        ("SECRET_KEY_BASE", "x"),
+        ("db_password", "x"),
+        ("GOOGLE_APPLICATION_CREDENTIALS", "/k.json"),
+        ("SOME_APIKEY_HERE", "x"),
+        ("DATABASE_URL", "postgres://app:pw@db/app"),
+        ("UPSTREAM", "https://user:p%40ss@proxy:3128"),
+        ("WHATEVER", "ghp_0123456789abcdefghijABCDEFGHIJ0123"),
+        ("WHATEVER", "sk-ant-api03-abcdef"),
+        ("WHATEVER", "AKIAABCDEFGHIJKLMNOP"),
+    ],
+)
+def test_secrets_are_recognised_by_name_or_by_value(name: str, value: str) -> None:
+    assert looks_secret(name, value)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("PATH", "/usr/bin"),
+        ("TOKENIZERS_PARALLELISM", "false"),
+        ("KEYBOARD_LAYOUT", "us"),
+        ("PWD", "/work"),
+        ("SSH_AUTH_SOCK", "/run/user/1000/ssh"),
+        ("HTTP_PROXY", "http://proxy:3128"),
+        ("DATABASE_HOST", "db.internal"),
+        ("GIT_AUTHOR_NAME", "sk"),
+    ],
+)
+def test_ordinary_variables_are_not_secrets(name: str, value: str) -> None:
+    assert not looks_secret(name, value)
+
+
+def test_the_environment_keeps_named_ones_and_drops_denied_ones() -> None:
+    base = {"PATH": "/bin", "GH_TOKEN": "t0123456789", "CORP": "internal", "AWS_SECRET_ACCESS_KEY": "s"}
+    assert scrubbed_environment(base, keep=["GH_TOKEN"], remove=["CORP"]) == {"PATH": "/bin", "GH_TOKEN": "t0123456789"}
+    assert scrubbed_environment(base) == {"PATH": "/bin", "CORP": "internal"}
+
+
+def test_secret_values_include_the_password_inside_a_url_and_skip_short_ones() -> None:
+    values = secret_values({"DATABASE_URL": "postgres://app:hunter2%21long@db/app", "X_TOKEN": "short", "PATH": "/b"})
+    assert "postgres://app:hunter2%21long@db/app" in values
+    assert "hunter2%21long" in values and "hunter2!long" in values
+    assert "short" not in values and "/b" not in values
