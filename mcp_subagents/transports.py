@@ -156,7 +156,7 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 
 async def serve(server: SubagentsServer, settings: Settings, listener: HttpListener | None = None) -> None:
     if settings.transport == "stdio":
-        from mcp.server.stdio import stdio_server
+        from .stdio_streams import stdio_server
 
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -1,0 +1,155 @@
+"""stdin and stdout for the stdio transport, read and written on the event loop instead of a worker thread.
+
+The SDK's `stdio_server()` reads and writes through anyio's file wrapper, so every message sent costs two thread
+hops (write, then flush) and every line read one. A Task sends four or five notifications per model round trip,
+and those hops were a fifth of the server's CPU. Here the wire descriptors are read when epoll says they are
+readable and written without blocking: a pipe through a descriptor of its own opened with O_NONBLOCK (Linux's
+/proc/self/fd), a socket (what Node hosts hand their children) with MSG_DONTWAIT. Neither changes the flags of the
+file description the host shares with us. Anything else (a terminal, a file, another OS) keeps the SDK's path.
+
+As in the SDK, fd 0 reads the null device and fd 1 writes to stderr while serving, so tools' child processes can
+neither read the protocol nor write into it, and both are restored afterwards.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import socket
+import stat
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import ExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+
+logger = logging.getLogger(__name__)
+
+_READ_SIZE = 256 * 1024
+
+
+class LineReader:
+    """Text lines from a descriptor, read when it is readable (a read then never blocks, whatever its flags)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        pending = bytearray()
+        while True:
+            await anyio.wait_readable(self._fd)
+            chunk = os.read(self._fd, _READ_SIZE)
+            if not chunk:
+                if pending:
+                    yield pending.decode("utf-8", errors="replace")
+                return
+            pending += chunk
+            if b"\n" not in chunk:  # a long message arriving in parts: wait for its end
+                continue
+            *lines, rest = pending.split(b"\n")
+            pending = bytearray(rest)
+            for line in lines:
+                yield line.decode("utf-8", errors="replace") + "\n"
+
+
+class LineWriter:
+    """Writes text without blocking the loop: what does not fit waits until the descriptor is writable again."""
+
+    def __init__(self, fd: int, send: Callable[[memoryview], int]) -> None:
+        self._fd = fd
+        self._send = send
+
+    async def write(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            try:
+                sent = self._send(data)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            data = data[sent:]
+
+    async def flush(self) -> None:
+        """Nothing is buffered here."""
+
+
+def _nonblocking_writer(fd: int, stack: ExitStack) -> LineWriter | None:
+    """A writer for the wire behind `fd` that cannot block, or None when this kind of file has none."""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISSOCK(mode):
+        sock = socket.socket(fileno=os.dup(fd))
+        stack.callback(sock.close)
+        return LineWriter(sock.fileno(), lambda data: sock.send(data, socket.MSG_DONTWAIT))
+    if stat.S_ISFIFO(mode) and sys.platform == "linux":
+        try:
+            own = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return None
+        stack.callback(os.close, own)
+        return LineWriter(own, lambda data: os.write(own, data))
+    return None
+
+
+def _readable_wire(fd: int) -> bool:
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode)
+
+
+def _divert(fd: int, stack: ExitStack, replacement: Callable[[], int]) -> int:
+    """Move the wire behind `fd` to a private close-on-exec descriptor, point `fd` at `replacement()`, and put
+    the wire back when the stack closes. Returns the private descriptor."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    stack.callback(os.close, private)
+    stack.callback(os.dup2, private, fd)
+    diversion = replacement()
+    try:
+        os.dup2(diversion, fd)
+    finally:
+        os.close(diversion)
+    return private
+
+
+def _stderr_or_null() -> int:
+    try:
+        return os.dup(2)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)
+
+
+@asynccontextmanager
+async def stdio_server() -> AsyncGenerator[tuple[Any, Any]]:
+    """The SDK's `stdio_server()` (the same read and write streams of messages), over loop-driven stdin and stdout
+    when both are pipes or sockets; otherwise the SDK's own."""
+    from mcp.server import stdio
+
+    with ExitStack() as stack:
+        streams = _claim(stack)
+        if streams is None:
+            logger.debug("stdio: through the SDK's worker thread (stdin or stdout is not a pipe or socket)")
+            stack.close()
+            async with stdio.stdio_server() as pair:
+                yield pair
+            return
+        reader, writer = streams
+        logger.debug("stdio: read and written on the event loop")
+        async with stdio.stdio_server(stdin=reader, stdout=writer) as pair:  # pyright: ignore[reportArgumentType]
+            yield pair
+
+
+def _claim(stack: ExitStack) -> tuple[LineReader, LineWriter] | None:
+    try:
+        if not (_readable_wire(0) and _readable_wire(1)):
+            return None
+        writer = _nonblocking_writer(1, stack)
+        if writer is None:
+            return None
+        private_in = _divert(0, stack, lambda: os.open(os.devnull, os.O_RDONLY))
+        _divert(1, stack, _stderr_or_null)
+    except OSError:
+        return None
+    return LineReader(private_in), writer
