@@ -19,8 +19,8 @@ from functools import partial
 from typing import Any, cast
 
 import anthropic
+import anyio
 import httpx2
-from anthropic.types import Message as APIMessage
 from anthropic.types import MessageParam, TextBlockParam, ToolParam
 from typing_extensions import override
 
@@ -39,9 +39,12 @@ from ..messages import (
     UserMessage,
 )
 from ._adapter import SdkAdapter, StreamBroken
+from .anthropic_stream import StreamedMessage, StreamErrorEvent, read_message
 from .base import ModelRequest, ModelResponse, SearchResult, StopReason
 
 _MAX_PAUSE_CONTINUATIONS = 3
+_CLOSE_TIMEOUT = 5.0
+"""Closing a response (also when the request was cancelled) drops its connection; it never waits on the API."""
 _EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -91,7 +94,7 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
         messages = to_anthropic_messages(request.messages)
         parts: list[AssistantPart] = []
         usage = Usage()
-        message: APIMessage | None = None
+        message: StreamedMessage | None = None
         results: list[SearchResult] = []
         for _ in range(_MAX_PAUSE_CONTINUATIONS + 1):
             message = await self._converting_errors(partial(self._stream_once, request, messages))
@@ -100,38 +103,44 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
             usage += _usage(message)
             if message.stop_reason != "pause_turn":
                 break
-            paused = [block.to_dict(mode="json", exclude_none=True) for block in message.content]
-            messages = [*messages, cast(MessageParam, {"role": "assistant", "content": paused})]
+            messages = [*messages, cast(MessageParam, {"role": "assistant", "content": message.content})]
         assert message is not None
         stop_reason = _STOP_REASONS.get(message.stop_reason or "end_turn", "end_turn")
-        explanation = message.stop_details.explanation if message.stop_details is not None else None
+        explanation = (message.stop_details or {}).get("explanation")
         return ModelResponse(
             parts=tuple(parts),
             stop_reason=stop_reason,
             usage=usage,
             model_name=message.model,
-            refusal_explanation=explanation or "",
+            refusal_explanation=explanation if isinstance(explanation, str) else "",
             search_results=tuple(results),
         )
 
-    async def _stream_once(self, request: ModelRequest, messages: list[MessageParam]) -> APIMessage:
+    async def _stream_once(self, request: ModelRequest, messages: list[MessageParam]) -> StreamedMessage:
+        """One streamed request. The SDK builds and sends it and raises for an error status; the body's events are
+        read by `anthropic_stream`, which costs a fraction of the SDK's per-event models."""
         client = self._client_for_request()
         system: list[TextBlockParam] | anthropic.Omit = anthropic.omit
         if request.system:
             system = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
-        async with client.messages.stream(
+        stream = await client.messages.create(
             model=request.model,
             max_tokens=request.max_tokens,
             system=system,
             messages=messages,
+            stream=True,
             **_options(request),
-        ) as stream:
-            try:
-                return await stream.get_final_message()
-            except anthropic.APIResponseValidationError:
-                raise
-            except (anthropic.APIError, httpx2.TransportError) as exc:
-                raise StreamBroken(exc) from exc
+        )
+        response = stream.response
+        try:
+            return await read_message(response.aiter_bytes())
+        except StreamErrorEvent as event:
+            raise self._stream_error(event.error_type, event.detail, response.headers.get("request-id")) from None
+        except httpx2.TransportError as exc:
+            raise StreamBroken(exc) from exc
+        finally:
+            with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
+                await stream.close()
 
     @staticmethod
     def _error_type(exc: Exception) -> str | None:
@@ -235,43 +244,46 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     ]
 
 
-def _parts(message: APIMessage) -> list[AssistantPart]:
+def _parts(message: StreamedMessage) -> list[AssistantPart]:
     parts: list[AssistantPart] = []
     for block in message.content:
-        if block.type == "text":
-            parts.append(TextPart(text=block.text))
-        elif block.type == "thinking":
-            parts.append(ThinkingPart(text=block.thinking, signature=block.signature))
-        elif block.type != "tool_use":
-            parts.append(ProviderPart(provider="anthropic", data=block.to_dict(mode="json", exclude_none=True)))
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(text=block["text"]))
+        elif kind == "thinking":
+            parts.append(ThinkingPart(text=block["thinking"], signature=block["signature"]))
+        elif kind != "tool_use":
+            parts.append(ProviderPart(provider="anthropic", data=block))
         else:
             # A stream cut off by max_tokens leaves a partially parsed input, which may not even be an object.
-            arguments = cast(object, block.input)
+            arguments: object = block.get("input")
             parts.append(
                 ToolCall(
-                    id=block.id,
-                    name=block.name,
+                    id=block["id"],
+                    name=block["name"],
                     arguments=cast(dict[str, Any], arguments) if isinstance(arguments, dict) else {},
                 )
             )
     return parts
 
 
-def _search_results(message: APIMessage) -> list[SearchResult]:
+def _search_results(message: StreamedMessage) -> list[SearchResult]:
     results: list[SearchResult] = []
     for block in message.content:
-        if block.type == "web_search_tool_result" and isinstance(block.content, list):
-            results += [SearchResult(title=hit.title, url=hit.url) for hit in block.content]
+        hits: object = block.get("content")
+        if block.get("type") == "web_search_tool_result" and isinstance(hits, list):
+            found = [cast(dict[str, Any], hit) for hit in cast(list[Any], hits) if isinstance(hit, dict)]
+            results += [SearchResult(title=str(hit.get("title", "")), url=str(hit.get("url", ""))) for hit in found]
     return results
 
 
-def _usage(message: APIMessage) -> Usage:
+def _usage(message: StreamedMessage) -> Usage:
     u = message.usage
     return Usage(
-        input_tokens=u.input_tokens or 0,
-        output_tokens=u.output_tokens or 0,
-        cache_creation_tokens=u.cache_creation_input_tokens or 0,
-        cache_read_tokens=u.cache_read_input_tokens or 0,
+        input_tokens=u.get("input_tokens") or 0,
+        output_tokens=u.get("output_tokens") or 0,
+        cache_creation_tokens=u.get("cache_creation_input_tokens") or 0,
+        cache_read_tokens=u.get("cache_read_input_tokens") or 0,
     )
 
 
