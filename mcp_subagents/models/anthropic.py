@@ -15,6 +15,8 @@ turn and asking again, up to `_MAX_PAUSE_CONTINUATIONS` times; a turn still paus
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, cast
 
@@ -117,19 +119,16 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
         )
 
     async def _stream_once(self, request: ModelRequest, messages: list[MessageParam]) -> StreamedMessage:
-        """One streamed request. The SDK builds and sends it and raises for an error status; the body's events are
-        read by `anthropic_stream`, which costs a fraction of the SDK's per-event models."""
+        """One streamed request. The SDK's client sends it (auth, headers, base URL, timeouts, status errors); the
+        body is serialized here once, as the SDK would copy and walk the whole conversation first, and the
+        response's events are read by `anthropic_stream` instead of the SDK's per-event models."""
         client = self._client_for_request()
-        system: list[TextBlockParam] | anthropic.Omit = anthropic.omit
-        if request.system:
-            system = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}]
-        stream = await client.messages.create(
-            model=request.model,
-            max_tokens=request.max_tokens,
-            system=system,
-            messages=messages,
+        stream = await client.post(
+            "/v1/messages",
+            cast_to=anthropic.types.Message,
+            content=_json_body(request, messages),
             stream=True,
-            **_options(request),
+            stream_cls=anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent],
         )
         response = stream.response
         try:
@@ -164,6 +163,26 @@ class _ApiKeyHeaderClient(anthropic.AsyncAnthropic):
     @override
     def _api_key_auth(self) -> dict[str, str]:
         return {} if self.api_key is None else {"X-Api-Key": self.api_key}
+
+
+def _json_body(request: ModelRequest, messages: list[MessageParam]) -> bytes:
+    """The request body, encoded as the SDK encodes it (compact UTF-8 JSON)."""
+    body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens, "messages": messages}
+    if request.system:
+        block: TextBlockParam = {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+        body["system"] = [block]
+    body.update(_options(request))
+    body["stream"] = True
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain).encode()
+
+
+def _plain(value: object) -> object:
+    """Mappings and sequences that are not dicts and lists (read-only views of a schema, say), as JSON sees them."""
+    if isinstance(value, Mapping):
+        return dict(cast(Mapping[str, object], value))
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        return list(cast(Iterable[object], value))
+    raise TypeError(f"{type(value).__name__} cannot be sent as JSON")
 
 
 def _options(request: ModelRequest) -> dict[str, Any]:
