@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -99,8 +100,15 @@ def _serve(settings: Settings) -> None:
         app = Subagents(settings)
         async with app.running(), anyio.create_task_group() as group:
             server = build_server(app)
+            gc.freeze()  # what start-up built lives as long as the process: keep it out of full collections
             if settings.watch_interval > 0:
-                watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
+                watch = partial(
+                    watch_catalog,
+                    app.rescan,
+                    server.notifier,
+                    interval=settings.watch_interval,
+                    baseline=app.catalog(),
+                )
                 group.start_soon(watch)
             await serve(server, settings, listener)
             group.cancel_scope.cancel()

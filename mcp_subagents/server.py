@@ -13,7 +13,7 @@ from mcp.server.subscriptions import ListenHandler
 
 from . import __version__
 from .auth import principal_of
-from .definitions import tools_summary
+from .definitions import Catalog
 from .errors import InvalidArgumentsError, SubagentsError
 from .foreground import TaskCallResult, TaskCalls
 from .host_connection import set_log_level
@@ -72,11 +72,18 @@ def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
 
 def build_server(app: Subagents) -> SubagentsServer:
     task_calls = TaskCalls(app)
+    listed: tuple[Catalog, list[types.Tool]] | None = None
 
     async def list_tools(
         _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=_tools(app))
+        # The catalog as last scanned (the watcher rescans it off the loop); its tools are rendered once. With the
+        # watcher off, each list scans anew, in a worker thread.
+        nonlocal listed
+        catalog = app.catalog() if app.settings.watch_interval > 0 else await app.refresh_catalog()
+        if listed is None or listed[0] is not catalog:
+            listed = (catalog, _tools(app, catalog))
+        return types.ListToolsResult(tools=listed[1])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
         arguments = dict(params.arguments or {})
@@ -126,9 +133,8 @@ def build_server(app: Subagents) -> SubagentsServer:
     return server
 
 
-def _tools(app: Subagents) -> list[types.Tool]:
-    catalog = app.catalog()
-    lines = [AgentLine(d.name, d.description, tools_summary(d)) for d in catalog.agents.values()]
+def _tools(app: Subagents, catalog: Catalog) -> list[types.Tool]:
+    lines = [AgentLine(name, description, tools) for name, description, tools in catalog.listing()]
     result_size = min(CLAUDE_CODE_RESULT_CAP, app.settings.max_result_chars + RESULT_ENVELOPE_ALLOWANCE)
     return [
         types.Tool(

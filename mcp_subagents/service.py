@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ from .definitions import (
     builtin_agents_dir,
     tool_base_name,
 )
+from .definitions.cache import CACHE_FILE as CATALOG_CACHE_FILE
 from .definitions.validate import NEVER_GRANTED
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, UnknownAgentError
 from .loop import AgentRun, RunResult, ToolGate, run_agent
@@ -163,7 +165,11 @@ class Subagents:
         self._warned: set[str] = set()
         for problem in check_settings_files(self.settings_files).problems:
             self._warn_once(f"settings file skipped or partly ignored: {problem}")
-        self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
+        self.loader = CatalogLoader(
+            definition_sources(settings, self.settings_files), cache_file=settings.state_dir / CATALOG_CACHE_FILE
+        )
+        self._catalog: Catalog | None = None
+        self._scan_lock = threading.Lock()
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
             limits=TaskLimits(
@@ -182,6 +188,7 @@ class Subagents:
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[Subagents]:
+        await self.refresh_catalog()  # parsing every agent file is no job for the event loop
         async with self.tasks.running():
             try:
                 yield self
@@ -198,7 +205,35 @@ class Subagents:
         return self._provider.name if self._provider else "none"
 
     def catalog(self) -> Catalog:
-        return self.loader.load()
+        """The agents in effect, as last scanned: no file is read or stat-ed here once a scan has run. The watcher
+        keeps it fresh (`rescan` in a worker thread), and a Task call rescans first when it needs to."""
+        catalog = self._catalog
+        return catalog if catalog is not None else self.rescan()
+
+    def rescan(self) -> Catalog:
+        """Scan every definition source and make the result current; blocking, so meant for a worker thread.
+
+        An unchanged tree keeps the very same `Catalog` object, so what is derived from it can be cached on it."""
+        with self._scan_lock:
+            catalog = self.loader.load()
+            if catalog != self._catalog:
+                self._catalog = catalog
+            return self._catalog or catalog
+
+    async def refresh_catalog(self) -> Catalog:
+        """`rescan` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.rescan)
+
+    async def catalog_for_task(self, name: object) -> Catalog:
+        """The catalog to launch agent `name` from: the current one, scanned again first (in a worker thread) when
+        it has no such agent or that agent's file changed since, so a file just added or edited is used at once."""
+        catalog = self.catalog()
+        if not isinstance(name, str):
+            return catalog
+        definition = catalog.get(name)
+        if definition is None or self.loader.changed_since_scan(definition):
+            catalog = await self.refresh_catalog()
+        return catalog
 
     def definition(self, name: str, catalog: Catalog | None = None) -> AgentDefinition:
         catalog = catalog or self.catalog()
