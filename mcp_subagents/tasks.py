@@ -24,6 +24,7 @@ from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 from .render import describe_event, outcome_text
 from .task_record import Job, Listener, TaskLimits, TaskRecord
+from .tools.base import ProcessGroups
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,9 @@ class TaskManager:
         self.output_dir = state_dir / "tasks"
         self._redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
+        """Queued and running tasks. A finished task is only on disk (its transcript): memory holds none of it."""
+        self._lingering: list[ProcessGroups] = []
+        """Processes that completed tasks left running (`cmd &`), killed when the server stops."""
         self._queue: list[str] = []
         self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
         self._group: TaskGroup | None = None
@@ -65,10 +69,12 @@ class TaskManager:
                 yield self
             finally:
                 self._group = None
-                for record in self._records.values():
+                for record in list(self._records.values()):
                     if not record.finished:
                         self._cancel(record, "interrupted")
                     record.resources.processes.kill_all()  # background processes must not outlive the server
+                for processes in self._lingering:
+                    processes.kill_all()
                 group.cancel_scope.cancel()
 
     def new_id(self) -> str:
@@ -96,6 +102,7 @@ class TaskManager:
         return self.output_dir / f"{task_id}.jsonl"
 
     def _load_finished(self, task_id: str) -> TaskRecord | None:
+        """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
         path = self.transcript_path(task_id)
         if not TASK_ID_PATTERN.match(task_id) or not path.is_file():
             return None
@@ -117,7 +124,6 @@ class TaskManager:
             outcome=outcome,
         )
         record.done.set()
-        self._records[task_id] = record
         return record
 
     async def _close_interrupted_transcripts(self, started: float) -> None:
@@ -388,6 +394,11 @@ class TaskManager:
         self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
         self._write_transcript(record.transcript.finished, outcome)
         record.done.set()
+        # From here on the transcript is the task's record: whoever waited holds this object, later lookups read
+        # the file. Only processes it left running stay, to be killed at shutdown.
+        self._records.pop(record.id, None)
+        if record.resources.processes.ids:
+            self._lingering.append(record.resources.processes)
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
     def _write_transcript(self, write: Callable[..., None], *args: object) -> None:
