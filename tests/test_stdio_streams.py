@@ -6,9 +6,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import selectors
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -123,10 +125,29 @@ def _environment(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def _tool_names(output: bytes) -> list[str]:
-    answers = [json.loads(line) for line in output.splitlines()]
-    listed = next(answer for answer in answers if answer.get("id") == 2)
-    return [tool["name"] for tool in listed["result"]["tools"]]
+def _tool_names(output: bytes) -> list[str] | None:
+    """The tool names of the tools/list answer in `output`; None until the whole answer is there."""
+    for line in output.replace(b"\r", b"").split(b"\n")[:-1]:
+        answer = json.loads(line)
+        if answer.get("id") == 2:
+            return [tool["name"] for tool in answer["result"]["tools"]]
+    return None
+
+
+def _read_until_listed(fd: int) -> list[str]:
+    """Read the server's output until the tools/list answer is whole (bounded wait on the descriptor)."""
+    output = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        deadline = time.monotonic() + 30
+        while (names := _tool_names(output)) is None:
+            if not selector.select(max(0.0, deadline - time.monotonic())):
+                raise AssertionError(f"no tools/list answer; the server wrote {output!r}")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise AssertionError(f"the server closed its output early: {output!r}")
+            output += chunk
+    return names
 
 
 def test_a_host_that_hands_over_sockets_is_served(tmp_path: Path) -> None:
@@ -137,22 +158,27 @@ def test_a_host_that_hands_over_sockets_is_served(tmp_path: Path) -> None:
         with server_in, server_out:
             process = _exchange(server_in.fileno(), server_out.fileno(), _environment(tmp_path))
         host_in.sendall(WIRE)
-        host_in.shutdown(socket.SHUT_WR)  # end of input: the server answers what it has, then exits
-        host_out.settimeout(30)
-        output = b""
-        while chunk := host_out.recv(1 << 16):
-            output += chunk
+        names = _read_until_listed(host_out.fileno())
+        host_in.shutdown(socket.SHUT_WR)  # end of input: the server exits
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr.decode()
-    assert _tool_names(output) == ["Task", "TaskOutput", "TaskStop"]
+    assert names == ["Task", "TaskOutput", "TaskStop"]
     assert b"stdio: read and written on the event loop" in stderr
 
 
-def test_stdout_to_a_file_is_served_the_ordinary_way(tmp_path: Path) -> None:
-    out = tmp_path / "out.jsonl"
-    with out.open("wb") as stdout:
-        process = _exchange(subprocess.PIPE, stdout, _environment(tmp_path))
-        _, stderr = process.communicate(WIRE, timeout=30)
+def test_a_terminal_as_stdout_is_served_the_ordinary_way(tmp_path: Path) -> None:
+    """Neither a pipe nor a socket (here a terminal): the SDK's own reading and writing."""
+    main, terminal = os.openpty()
+    try:
+        process = _exchange(subprocess.PIPE, terminal, _environment(tmp_path))
+        os.close(terminal)
+        assert process.stdin is not None
+        process.stdin.write(WIRE)
+        process.stdin.flush()
+        names = _read_until_listed(main)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        os.close(main)
     assert process.returncode == 0, stderr.decode()
-    assert _tool_names(out.read_bytes()) == ["Task", "TaskOutput", "TaskStop"]
+    assert names == ["Task", "TaskOutput", "TaskStop"]
     assert b"stdio: through the SDK's worker thread" in stderr
