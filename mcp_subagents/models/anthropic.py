@@ -42,7 +42,7 @@ from ..messages import (
 )
 from ._adapter import SdkAdapter, StreamBroken
 from .anthropic_stream import StreamedMessage, StreamErrorEvent, read_message
-from .base import ModelRequest, ModelResponse, SearchResult, StopReason
+from .base import ModelRequest, ModelResponse, SearchResult, StopReason, WebSearchOptions
 
 _MAX_PAUSE_CONTINUATIONS = 3
 _CLOSE_TIMEOUT = 5.0
@@ -169,14 +169,43 @@ class _ApiKeyHeaderClient(anthropic.AsyncAnthropic):
 
 
 def _json_body(request: ModelRequest, messages: list[MessageParam]) -> bytes:
-    """The request body, encoded as the SDK encodes it (compact UTF-8 JSON)."""
+    """The request body, encoded as the SDK encodes it (compact UTF-8 JSON). The system prompt and the tools are
+    the same in every request of a run; their encoding is kept and spliced in."""
     body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens, "messages": messages}
-    if request.system:
-        block: TextBlockParam = {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
-        body["system"] = [block]
     body.update(_options(request))
     body["stream"] = True
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain).encode()
+    encoded = _dumps(body)
+    constant = _constant_fields(request)
+    return ("{" + constant + "," + encoded[1:] if constant else encoded).encode()
+
+
+_CONSTANT_FIELDS: dict[tuple[int, int, WebSearchOptions | None], tuple[object, object, str]] = {}
+_CONSTANT_FIELDS_KEPT = 64
+
+
+def _constant_fields(request: ModelRequest) -> str:
+    """`"system":[...],"tools":[...]` as JSON without the braces (empty when there are neither), remembered for
+    the very system prompt and tool tuple objects a run sends again and again."""
+    key = (id(request.system), id(request.tools), request.web_search)
+    kept = _CONSTANT_FIELDS.get(key)
+    if kept is not None and kept[0] is request.system and kept[1] is request.tools:
+        return kept[2]
+    fields: dict[str, Any] = {}
+    if request.system:
+        block: TextBlockParam = {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+        fields["system"] = [block]
+    tools = _tools(request)
+    if tools:
+        fields["tools"] = tools
+    encoded = _dumps(fields)[1:-1]
+    if len(_CONSTANT_FIELDS) >= _CONSTANT_FIELDS_KEPT:
+        del _CONSTANT_FIELDS[next(iter(_CONSTANT_FIELDS))]
+    _CONSTANT_FIELDS[key] = (request.system, request.tools, encoded)
+    return encoded
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain)
 
 
 def _plain(value: object) -> object:
@@ -188,9 +217,8 @@ def _plain(value: object) -> object:
     raise TypeError(f"{type(value).__name__} cannot be sent as JSON")
 
 
-def _options(request: ModelRequest) -> dict[str, Any]:
-    """The optional request fields: tools (with the server-side web search), thinking, effort and tool choice."""
-    options: dict[str, Any] = {}
+def _tools(request: ModelRequest) -> list[Any]:
+    """The tools, with the server-side web search when the request offers it."""
     tools: list[Any] = list(to_anthropic_tools(request.tools))
     if request.web_search is not None:
         search: dict[str, Any] = {
@@ -203,10 +231,14 @@ def _options(request: ModelRequest) -> dict[str, Any]:
         if request.web_search.blocked_domains:
             search["blocked_domains"] = list(request.web_search.blocked_domains)
         tools.append(search)
-    if tools:
-        options["tools"] = tools
-        if request.tool_choice == "none":
-            options["tool_choice"] = {"type": "none"}
+    return tools
+
+
+def _options(request: ModelRequest) -> dict[str, Any]:
+    """The optional request fields besides the tools: tool choice, thinking and effort."""
+    options: dict[str, Any] = {}
+    if request.tool_choice == "none" and (request.tools or request.web_search is not None):
+        options["tool_choice"] = {"type": "none"}
     if request.thinking:
         options["thinking"] = {"type": "adaptive", "display": "omitted"}
     if request.effort is not None:
