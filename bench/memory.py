@@ -44,7 +44,7 @@ class Plan:
 
 
 FULL = Plan(tasks=200, concurrency=10)
-SMOKE = Plan(tasks=20, concurrency=10)
+SMOKE = Plan(tasks=30, concurrency=10)
 
 
 def make_app(root: Path, url: str, plan: Plan) -> Subagents:
@@ -95,8 +95,8 @@ async def main(plan: Plan, show: bool) -> None:
         async with fake_api("read", 0.0) as url:
             app = make_app(root, url, plan)
             async with app.running(), Client(build_server(app), mode="legacy") as client:
-                # Warm-up: imports, connections, caches.
-                await run_tasks(client, target, plan.concurrency * 2, 0, plan.concurrency)
+                # Warm-up: imports, connections, and the caches that grow to a steady size on the way.
+                await run_tasks(client, target, plan.tasks, 0, plan.concurrency)
                 tracemalloc.start(25)
                 before = traced_kib()
                 snapshot = tracemalloc.take_snapshot() if show else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import anthropic
 import anyio
@@ -179,17 +179,20 @@ def _json_body(request: ModelRequest, messages: list[MessageParam]) -> bytes:
     return ("{" + constant + "," + encoded[1:] if constant else encoded).encode()
 
 
-_CONSTANT_FIELDS: dict[tuple[int, int, WebSearchOptions | None], tuple[object, object, str]] = {}
+_ToolsKey: TypeAlias = tuple[tuple[str, str, int], ...]
+_CONSTANT_FIELDS: dict[tuple[str, _ToolsKey, WebSearchOptions | None], tuple[tuple[ToolDefinition, ...], str]] = {}
 _CONSTANT_FIELDS_KEPT = 64
 
 
 def _constant_fields(request: ModelRequest) -> str:
-    """`"system":[...],"tools":[...]` as JSON without the braces (empty when there are neither), remembered for
-    the very system prompt and tool tuple objects a run sends again and again."""
-    key = (id(request.system), id(request.tools), request.web_search)
+    """`"system":[...],"tools":[...]` as JSON without the braces (empty when there are neither), remembered by
+    content: every request of a run, and the runs of one agent in one folder, send the same. A tool's schema is
+    keyed by identity (schemas are built once per tool); the entry holds the schema so the identity stays valid."""
+    tools_key = tuple((tool.name, tool.description, id(tool.input_schema)) for tool in request.tools)
+    key = (request.system, tools_key, request.web_search)
     kept = _CONSTANT_FIELDS.get(key)
-    if kept is not None and kept[0] is request.system and kept[1] is request.tools:
-        return kept[2]
+    if kept is not None:
+        return kept[1]
     fields: dict[str, Any] = {}
     if request.system:
         block: TextBlockParam = {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
@@ -200,7 +203,7 @@ def _constant_fields(request: ModelRequest) -> str:
     encoded = _dumps(fields)[1:-1]
     if len(_CONSTANT_FIELDS) >= _CONSTANT_FIELDS_KEPT:
         del _CONSTANT_FIELDS[next(iter(_CONSTANT_FIELDS))]
-    _CONSTANT_FIELDS[key] = (request.system, request.tools, encoded)
+    _CONSTANT_FIELDS[key] = (request.tools, encoded)
     return encoded
 
 
