@@ -23,6 +23,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_API = ROOT / "bench" / "fake_api.py"
+LIGHT_API = ROOT / "bench" / "light_api.py"
 PROTOCOL_VERSION = "2025-11-25"
 BENCH_KEY = "sk-bench-key"
 
@@ -37,10 +38,14 @@ class BenchError(Exception):
 
 
 @asynccontextmanager
-async def fake_api(script: str, latency_s: float, *, answer_bytes: int = 0) -> AsyncGenerator[str]:
+async def fake_api(script: str, latency_s: float, *, answer_bytes: int = 0, light: bool = False) -> AsyncGenerator[str]:
     """The fake Messages API in a child process, answering every request by `script` (see fake_api.py) after
-    `latency_s`; yields its base URL. It stops when this block ends."""
-    command = [sys.executable, str(FAKE_API), script, str(latency_s), str(answer_bytes)]
+    `latency_s`; yields its base URL. It stops when this block ends. `light`: the minimal server of light_api.py
+    (`todo:N` scripts only), which leaves the cores to the server under test."""
+    if light:
+        command = [sys.executable, str(LIGHT_API), script.removeprefix("todo:"), str(latency_s)]
+    else:
+        command = [sys.executable, str(FAKE_API), script, str(latency_s), str(answer_bytes)]
     async with await anyio.open_process(command, stderr=None) as process:
         assert process.stdout is not None and process.stdin is not None
         with anyio.fail_after(30):
