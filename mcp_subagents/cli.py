@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -168,8 +169,15 @@ def _serve(settings: Settings) -> None:
         async with app.running(), anyio.create_task_group() as group:
             server = build_server(app)
             group.start_soon(_stop_on_sigterm, group.cancel_scope)
+            gc.freeze()  # what start-up built lives as long as the process: keep it out of full collections
             if settings.watch_interval > 0:
-                watch = partial(watch_catalog, app.catalog, server.notifier, interval=settings.watch_interval)
+                watch = partial(
+                    watch_catalog,
+                    app.rescan,
+                    server.notifier,
+                    interval=settings.watch_interval,
+                    baseline=app.catalog(),
+                )
                 group.start_soon(watch)
             if settings.dashboard:
                 from .dashboard_command import serve_dashboard

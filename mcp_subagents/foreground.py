@@ -77,7 +77,7 @@ class TaskCalls:
     async def __call__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
         app = self.app
         arguments = dict(params.arguments or {})
-        catalog = app.catalog()
+        catalog = await app.catalog_for_task(arguments.get("subagent_type"))
         validate_arguments("Task", task_schema(list(catalog.names())), arguments)
         args = TaskArguments(**arguments)
         state = _round_state(params.request_state)

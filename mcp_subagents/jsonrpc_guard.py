@@ -146,7 +146,7 @@ async def guarded_stdio() -> AsyncGenerator[tuple[Any, Any]]:
     from mcp.server.stdio import stdio_server
 
     with _claimed_stdin() as fd:
-        lines = _GuardedLines(fd)
+        lines = GuardedLines(fd)
         try:
             async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
                 lines.answer = write_stream.send
@@ -170,7 +170,7 @@ def _claimed_stdin() -> Any:
         os.close(private)
 
 
-class _GuardedLines:
+class GuardedLines:
     """Lines of the protocol's stdin for the SDK, minus malformed messages, which are answered here instead."""
 
     def __init__(self, fd: int) -> None:

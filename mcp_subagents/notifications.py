@@ -14,7 +14,7 @@ import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 
-from .definitions import Catalog, tools_summary
+from .definitions import Catalog
 
 logger = logging.getLogger(__name__)
 
@@ -47,15 +47,19 @@ class ToolListNotifier:
 
 def catalog_signature(catalog: Catalog) -> tuple[tuple[str, str, str], ...]:
     """What the Task tool's schema and description are made of."""
-    return tuple((d.name, d.description, tools_summary(d)) for d in catalog.agents.values())
+    return catalog.listing()
 
 
-async def watch_catalog(load: Callable[[], Catalog], notifier: ToolListNotifier, *, interval: float) -> None:
-    """Poll the agent definitions (a stat per file, thanks to the loader's cache) and notify hosts on a change."""
-    previous = catalog_signature(load())
+async def watch_catalog(
+    rescan: Callable[[], Catalog], notifier: ToolListNotifier, *, interval: float, baseline: Catalog | None = None
+) -> None:
+    """Poll the agent definitions and notify hosts on a change from `baseline` (what hosts were listed; by default
+    a first scan). `rescan` (a stat per file, thanks to the loader's cache) runs in a worker thread: with thousands
+    of agent files a scan takes tens of milliseconds."""
+    previous = catalog_signature(baseline or await anyio.to_thread.run_sync(rescan))
     while True:
         await anyio.sleep(interval)
-        current = catalog_signature(load())
+        current = catalog_signature(await anyio.to_thread.run_sync(rescan))
         if current != previous:
             previous = current
             logger.info("agent definitions changed; telling hosts to list tools again")

@@ -175,8 +175,37 @@ class GitStatus:
     user_name: str | None = None
 
 
+@dataclass(eq=False, slots=True)
+class _StatusInFlight:
+    done: anyio.Event
+    answered: bool = False
+    status: GitStatus | None = None
+
+
+_status_in_flight: dict[tuple[str, frozenset[tuple[str, str]]], _StatusInFlight] = {}
+
+
 async def git_status(cwd: Path, env: dict[str, str]) -> GitStatus | None:
-    """The status of the repository `cwd` is in; None outside a repository, without git, or when git fails."""
+    """The status of the repository `cwd` is in; None outside a repository, without git, or when git fails.
+
+    Calls for the same folder and environment while one is under way share its answer (nothing is kept once it
+    is given): tasks a host launches together start one set of git processes instead of one each."""
+    key = (str(cwd), frozenset(env.items()))
+    while (flight := _status_in_flight.get(key)) is not None:
+        await flight.done.wait()
+        if flight.answered:
+            return flight.status
+    flight = _status_in_flight[key] = _StatusInFlight(anyio.Event())
+    try:
+        flight.status = await _read_git_status(cwd, env)
+        flight.answered = True
+        return flight.status
+    finally:
+        del _status_in_flight[key]
+        flight.done.set()  # a caller cancelled half-way answers nobody: the next waiter asks git itself
+
+
+async def _read_git_status(cwd: Path, env: dict[str, str]) -> GitStatus | None:
     git = _Git(cwd, env)
     try:
         if await git.run("rev-parse", "--is-inside-work-tree") != "true":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as types
@@ -27,7 +28,7 @@ from .app_view import (
     view_resource,
 )
 from .auth import principal_of
-from .definitions import tools_summary
+from .definitions import Catalog
 from .errors import InvalidArgumentsError, SubagentsError
 from .foreground import TaskCallResult, TaskCalls
 from .host_connection import set_log_level
@@ -84,20 +85,40 @@ def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
+@dataclass(slots=True)
+class _Listing:
+    """The tool lists rendered for the catalog last listed: one for hosts with MCP Apps (True), one without."""
+
+    catalog: Catalog | None = None
+    tools: dict[bool, list[types.Tool]] = field(default_factory=lambda: {})
+
+    def tools_for(self, app: Subagents, catalog: Catalog, *, apps: bool) -> list[types.Tool]:
+        if catalog is not self.catalog:
+            self.catalog, self.tools = catalog, {}
+        tools = self.tools.get(apps)
+        if tools is None:
+            tools = _tools(app, catalog, apps=apps)
+            if apps:
+                tools.append(_task_list_tool())
+            self.tools[apps] = tools
+        return list(tools)
+
+
 def build_server(app: Subagents) -> SubagentsServer:
     """The MCP server offering Task, TaskOutput and TaskStop over `app`; serve it with any MCP transport.
 
     `app` must be running (`async with app.running()`) while the server serves.
     """
     task_calls = TaskCalls(app)
+    listed = _Listing()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        apps = client_supports_apps(ctx)
-        tools = _tools(app, apps=apps)
-        if apps:
-            tools.append(_task_list_tool())
+        # The catalog as last scanned (the watcher rescans it off the loop); its tools are rendered once per catalog
+        # and kind of host. With the watcher off, each list scans anew, in a worker thread.
+        catalog = app.catalog() if app.settings.watch_interval > 0 else await app.refresh_catalog()
+        tools = listed.tools_for(app, catalog, apps=client_supports_apps(ctx))
         app.warm_up()
         return types.ListToolsResult(tools=tools)
 
@@ -168,11 +189,10 @@ def build_server(app: Subagents) -> SubagentsServer:
     return server
 
 
-def _tools(app: Subagents, *, apps: bool = False) -> list[types.Tool]:
+def _tools(app: Subagents, catalog: Catalog, *, apps: bool = False) -> list[types.Tool]:
     """The three tools; for a host with MCP Apps, Task and TaskOutput name the live task view."""
     view = ui_meta() if apps else {}
-    catalog = app.catalog()
-    lines = [AgentLine(d.name, d.description, tools_summary(d)) for d in catalog.agents.values()]
+    lines = [AgentLine(name, description, tools) for name, description, tools in catalog.listing()]
     result_size = min(CLAUDE_CODE_RESULT_CAP, app.settings.max_result_chars + RESULT_ENVELOPE_ALLOWANCE)
     return [
         types.Tool(

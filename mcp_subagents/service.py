@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from .definitions import (
     require_some_tool,
     tool_base_name,
 )
+from .definitions.cache import CACHE_FILE as CATALOG_CACHE_FILE
 from .environment import scrubbed_environment, secret_values
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, ToolError, UnknownAgentError
 from .hook_points import PermissionHook
@@ -243,7 +245,11 @@ class Subagents:
         self._warned: set[str] = set()
         for problem in check_settings_files(self.settings_files).problems:
             self.warn_once(f"settings file skipped or partly ignored: {problem}")
-        self.loader = CatalogLoader(definition_sources(settings, self.settings_files))
+        self.loader = CatalogLoader(
+            definition_sources(settings, self.settings_files), cache_file=settings.state_dir / CATALOG_CACHE_FILE
+        )
+        self._catalog: Catalog | None = None
+        self._scan_lock = threading.Lock()
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
             limits=TaskLimits(
@@ -320,6 +326,7 @@ class Subagents:
         await anyio.to_thread.run_sync(
             partial(prepare_state_dir, self.settings.state_dir, keep_days=self.settings.keep_days)
         )
+        await self.refresh_catalog()  # parsing every agent file is no job for the event loop
         async with self.tasks.running(), anyio.create_task_group() as background:
             self._background = background
             self._open_control_channel(background)
@@ -342,8 +349,35 @@ class Subagents:
         return self._provider.name if self._provider else "none"
 
     def catalog(self) -> Catalog:
-        """The agents in effect now, read again from their files (cheaply: unchanged files are not parsed)."""
-        return self.loader.load()
+        """The agents in effect, as last scanned: no file is read or stat-ed here once a scan has run. The watcher
+        keeps it fresh (`rescan` in a worker thread), and a Task call rescans first when it needs to."""
+        catalog = self._catalog
+        return catalog if catalog is not None else self.rescan()
+
+    def rescan(self) -> Catalog:
+        """Scan every definition source and make the result current; blocking, so meant for a worker thread.
+
+        An unchanged tree keeps the very same `Catalog` object, so what is derived from it can be cached on it."""
+        with self._scan_lock:
+            catalog = self.loader.load()
+            if catalog != self._catalog:
+                self._catalog = catalog
+            return self._catalog or catalog
+
+    async def refresh_catalog(self) -> Catalog:
+        """`rescan` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.rescan)
+
+    async def catalog_for_task(self, name: object) -> Catalog:
+        """The catalog to launch agent `name` from: the current one, scanned again first (in a worker thread) when
+        it has no such agent or that agent's file changed since, so a file just added or edited is used at once."""
+        catalog = self.catalog()
+        if not isinstance(name, str):
+            return catalog
+        definition = catalog.get(name)
+        if definition is None or self.loader.changed_since_scan(definition):
+            catalog = await self.refresh_catalog()
+        return catalog
 
     def definition(self, name: str, catalog: Catalog | None = None) -> AgentDefinition:
         """The named agent.

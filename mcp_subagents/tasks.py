@@ -10,7 +10,7 @@ import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
 from .permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
 from .pricing import ModelPrice
 from .principals import LOCAL_PRINCIPAL
+from .processes import ProcessGroups
 from .redaction import Redactor
 from .render import budget_warning_text, describe_event, outcome_text
 from .state import private_file
@@ -45,6 +46,15 @@ logger = logging.getLogger(__name__)
 
 TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TASK_ID_BYTES = 16
+FINISHED_SHOWN = 20
+"""Finished tasks the App view lists besides the live ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTask:
+    owner: str
+    created: float
+    children: tuple[str, ...]
 
 
 class Attachment:
@@ -66,6 +76,12 @@ class TaskManager:
         self.output_dir = state_dir / "tasks"
         self._redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
+        """Queued and running tasks. A finished task is only on disk (its transcript): memory holds none of it."""
+        self._lingering: list[ProcessGroups] = []
+        """Processes that completed tasks left running (`cmd &`), killed when the server stops."""
+        self._finished: dict[str, FinishedTask] = {}
+        """What this process remembers of its finished tasks besides their transcripts: whose they are, when they
+        started, the tasks they launched. A few hundred bytes each."""
         self._queue: list[str] = []
         self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
         self._group: TaskGroup | None = None
@@ -84,10 +100,12 @@ class TaskManager:
                 yield self
             finally:
                 self._group = None
-                for record in self._records.values():
+                for record in list(self._records.values()):
                     if not record.finished:
                         self._cancel(record, "interrupted")
                     record.resources.processes.kill_all()  # background processes must not outlive the server
+                for processes in self._lingering:
+                    processes.kill_all()
                 group.cancel_scope.cancel()
 
     def new_id(self) -> str:
@@ -115,6 +133,7 @@ class TaskManager:
         return self.output_dir / f"{task_id}.jsonl"
 
     def _load_finished(self, task_id: str) -> TaskRecord | None:
+        """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
         path = self.transcript_path(task_id)
         if not TASK_ID_PATTERN.match(task_id) or not path.is_file():
             return None
@@ -136,8 +155,10 @@ class TaskManager:
             outcome=outcome,
             parent=header.parent,
         )
+        remembered = self._finished.get(task_id)
+        if remembered is not None:
+            record.children = list(remembered.children)
         record.done.set()
-        self._records[task_id] = record
         return record
 
     async def _close_interrupted_transcripts(self, started: float) -> None:
@@ -257,7 +278,7 @@ class TaskManager:
 
         def walk(parent: TaskRecord, level: int) -> None:
             for child_id in parent.children:
-                child = self._records.get(child_id)
+                child = self._find(child_id)
                 if child is not None and level < 64:
                     found.append((level, child))
                     walk(child, level + 1)
@@ -287,9 +308,16 @@ class TaskManager:
             self._cancel(record, "stopped")
         return record
 
-    def tasks_of(self, principal: str) -> list[TaskRecord]:
-        """The tasks `principal` started in this process, newest first."""
+    def tasks_of(self, principal: str, *, finished: int = FINISHED_SHOWN) -> list[TaskRecord]:
+        """The tasks `principal` started in this process, newest first: every live one, and the newest `finished`
+        finished ones (read back from their transcripts)."""
         owned = [record for record in self._records.values() if record.owner == principal]
+        done = sorted(
+            (item for item in self._finished.items() if item[1].owner == principal),
+            key=lambda item: item[1].created,
+            reverse=True,
+        )[:finished]
+        owned += [record for task_id, _ in done if (record := self._load_finished(task_id)) is not None]
         return sorted(owned, key=lambda record: record.created, reverse=True)
 
     def stop_own(self, task_id: str) -> bool:
@@ -585,6 +613,14 @@ class TaskManager:
             except Exception:
                 logger.exception("the task observer failed; the task ends all the same")
         record.done.set()
+        # From here on the transcript is the task's record: whoever waited holds this object, later lookups read
+        # the file. Only processes it left running stay, to be killed at shutdown.
+        self._records.pop(record.id, None)
+        self._finished[record.id] = FinishedTask(
+            owner=record.owner, created=record.created, children=tuple(record.children)
+        )
+        if record.resources.processes.ids:
+            self._lingering.append(record.resources.processes)
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
     def _write_transcript(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:

@@ -8,12 +8,13 @@ conversation was replaced by a summary: resuming starts from the messages after 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter
 
@@ -149,23 +150,16 @@ def _entries(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def read_summary(path: Path) -> TranscriptSummary | None:
+    """The header and how the task ended. The header is the first line and the end line the last, so only those
+    are read; a file that does not look like that (cut short by a crash) is read whole."""
+    quick = _first_and_last_entries(path)
+    if quick is not None and quick[0].get("type") == "header" and quick[1].get("type") == "end":
+        return TranscriptSummary(header=_header(quick[0]), outcome=_end_outcome(quick[1]))
     header: TranscriptHeader | None = None
     outcome: TaskOutcome | None = None
     for entry in _entries(path):
         if entry.get("type") == "header":
-            header = TranscriptHeader(
-                task_id=str(entry["task_id"]),
-                agent=str(entry["agent"]),
-                description=str(entry.get("description", "")),
-                created=float(entry.get("created", 0.0)),
-                resumed_from=entry.get("resumed_from"),
-                owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
-                parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
-                model=str(entry.get("model") or ""),
-                budget_usd=_number(entry.get("budget_usd")),
-                pid=entry.get("pid") if isinstance(entry.get("pid"), int) else None,
-                control=entry.get("control") if isinstance(entry.get("control"), str) else None,
-            )
+            header = _header(entry)
         elif entry.get("type") == "end":
             outcome = _end_outcome(entry)
     return None if header is None else TranscriptSummary(header=header, outcome=outcome)
@@ -173,6 +167,48 @@ def read_summary(path: Path) -> TranscriptSummary | None:
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _header(entry: dict[str, Any]) -> TranscriptHeader:
+    return TranscriptHeader(
+        task_id=str(entry["task_id"]),
+        agent=str(entry["agent"]),
+        description=str(entry.get("description", "")),
+        created=float(entry.get("created", 0.0)),
+        resumed_from=entry.get("resumed_from"),
+        owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
+        parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
+        model=str(entry.get("model") or ""),
+        budget_usd=_number(entry.get("budget_usd")),
+        pid=entry.get("pid") if isinstance(entry.get("pid"), int) else None,
+        control=entry.get("control") if isinstance(entry.get("control"), str) else None,
+    )
+
+
+_TAIL_BLOCK = 64 * 1024
+
+
+def _first_and_last_entries(path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The first and the last line, parsed; None when either is not a JSON object."""
+    with path.open("rb") as file:
+        first = file.readline()
+        position = file.seek(0, os.SEEK_END)
+        tail = b""
+        # Read backwards until the tail holds the whole last line: a line break before the file's final one.
+        while position > 0 and b"\n" not in tail.rstrip(b"\n"):
+            step = min(_TAIL_BLOCK, position)
+            position -= step
+            file.seek(position)
+            tail = file.read(step) + tail
+    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        head: object = json.loads(first)
+        end: object = json.loads(last)
+    except ValueError:
+        return None
+    if not (isinstance(head, dict) and isinstance(end, dict)):
+        return None
+    return cast(dict[str, Any], head), cast(dict[str, Any], end)
 
 
 def _end_outcome(entry: dict[str, Any]) -> TaskOutcome:

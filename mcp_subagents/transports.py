@@ -156,11 +156,12 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 
 async def serve(server: SubagentsServer, settings: Settings, listener: HttpListener | None = None) -> None:
     """Serve until the transport ends. Malformed JSON-RPC messages that carry an id are answered on every transport
-    (`jsonrpc_guard`); stdio reads stdin on the event loop, so Ctrl-C and SIGTERM never wait for a blocked read."""
-    from .jsonrpc_guard import JsonRpcGuard, guarded_stdio
+    (`jsonrpc_guard`); stdio reads stdin (and writes stdout) on the event loop (`stdio_streams`)."""
+    from .jsonrpc_guard import JsonRpcGuard
+    from .stdio_streams import stdio_server
 
     if settings.transport == "stdio":
-        async with guarded_stdio() as (read_stream, write_stream):
+        async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
     listener = listener or open_listener(settings)

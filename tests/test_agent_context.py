@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_subagents.agent_memory import MAX_INDEX_BYTES, prepare_memory
@@ -84,3 +86,35 @@ def test_memory_index_is_cut_at_25_kb(tmp_path: Path) -> None:
     shown = memory.prompt.split("## MEMORY.md\n\n", 1)[1]
     assert shown.count("y") == MAX_INDEX_BYTES - MAX_INDEX_BYTES // 1001
     assert "was cut here" in shown
+
+
+async def test_tasks_launched_together_share_one_git_status_and_later_ones_ask_again(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
+    bin_dir.mkdir()
+    real_git = shutil.which("git")
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real_git}" "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    def status_runs() -> int:
+        return sum("--is-inside-work-tree" in line for line in log.read_text(encoding="utf-8").splitlines())
+
+    answers: list[object] = []
+
+    async def one() -> None:
+        answers.append(await git_status(repo, env))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(5):
+            group.start_soon(one)
+    assert status_runs() == 1
+    assert len(answers) == 5 and all(answer is answers[0] and answer is not None for answer in answers)
+
+    (repo / "new.txt").write_text("x", encoding="utf-8")
+    later = await git_status(repo, env)
+    assert status_runs() == 2  # nothing is cached once answered: a later task sees the tree as it is then
+    assert later is not None and "new.txt" in later.status

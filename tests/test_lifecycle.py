@@ -179,8 +179,8 @@ async def test_host_cancellation_stops_a_foreground_task(tmp_path: Path) -> None
                 async with anyio.create_task_group() as group:
                     group.start_soon(client.call_tool, "Task", TASK)
                     await model.arrived.wait()
+                    [record] = app.tasks._records.values()  # pyright: ignore[reportPrivateUsage]
                     group.cancel_scope.cancel()  # the client sends notifications/cancelled
-            [record] = app.tasks._records.values()  # pyright: ignore[reportPrivateUsage]
             with anyio.fail_after(5):
                 await record.done.wait()
             still = await client.list_tools()

@@ -30,7 +30,7 @@ async def test_a_2025_era_host_is_notified_when_an_agent_file_appears(tmp_path: 
 
     async with running_app(settings) as app, anyio.create_task_group() as group:
         server = build_server(app)
-        group.start_soon(partial(watch_catalog, app.catalog, server.notifier, interval=0.02))
+        group.start_soon(partial(watch_catalog, app.rescan, server.notifier, interval=0.02, baseline=app.catalog()))
         async with Client(server, mode="legacy", message_handler=on_message) as client:
             assert client.server_capabilities.tools is not None and client.server_capabilities.tools.list_changed
             await client.list_tools()
@@ -47,7 +47,7 @@ async def test_a_2026_era_host_hears_of_it_on_its_listen_stream(tmp_path: Path) 
     assert settings.cwd is not None
     async with running_app(settings) as app, anyio.create_task_group() as group:
         server = build_server(app)
-        group.start_soon(partial(watch_catalog, app.catalog, server.notifier, interval=0.02))
+        group.start_soon(partial(watch_catalog, app.rescan, server.notifier, interval=0.02, baseline=app.catalog()))
         async with Client(server) as client, client.listen(tools_list_changed=True) as events:
             write_agent(settings.cwd / ".claude" / "agents", "fresh", description="New agent")
             with anyio.fail_after(5):
@@ -71,7 +71,7 @@ async def test_an_unchanged_catalog_sends_nothing(tmp_path: Path) -> None:
         def counting_load() -> Any:
             nonlocal loads
             loads += 1
-            return app.catalog()
+            return app.rescan()
 
         group.start_soon(partial(watch_catalog, counting_load, server.notifier, interval=0.01))
         async with Client(server, mode="legacy", message_handler=on_message) as client:

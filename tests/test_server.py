@@ -3,10 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from mcp_subagents.server import build_server
 
-from .support import MODES, connected, make_settings, text_of, write_agent
+from .support import MODES, connected, make_settings, running_app, text_of, write_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("mode", MODES)]
 
@@ -44,14 +46,17 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
     assert "- Bash: " in description and "(Tools: Bash)" in description
 
 
-async def test_the_agent_enum_is_rebuilt_on_every_list(tmp_path: Path, mode: str) -> None:
+async def test_the_agent_enum_follows_the_catalog_rescans(tmp_path: Path, mode: str) -> None:
+    """tools/list reads no file: the watcher's rescan (here called directly) is what brings a new agent in."""
     settings = make_settings(tmp_path)
     assert settings.cwd is not None
-    async with connected(settings, mode=mode) as client:
+    async with running_app(settings) as app, Client(build_server(app), mode=mode) as client:  # pyright: ignore[reportArgumentType]
         before = (await client.list_tools()).tools[0].input_schema["properties"]["subagent_type"]["enum"]
         write_agent(settings.cwd / ".claude" / "agents", "reviewer", description="Reviews code")
+        unscanned = (await client.list_tools()).tools[0].input_schema["properties"]["subagent_type"]["enum"]
+        await app.refresh_catalog()
         after = (await client.list_tools()).tools[0]
-    assert "reviewer" not in before
+    assert "reviewer" not in before and unscanned == before
     assert "reviewer" in after.input_schema["properties"]["subagent_type"]["enum"]
     assert "- reviewer: Reviews code (Tools: All tools)" in (after.description or "")
 

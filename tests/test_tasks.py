@@ -172,3 +172,21 @@ async def test_an_old_transcript_with_a_rendered_result_still_reports(tmp_path: 
         record = tasks.get("old1", principal=LOCAL_PRINCIPAL)
     assert record.state == "completed" and record.outcome is not None
     assert outcome_text(record, record.outcome, max_chars=10) == '<task_result agent="Explore">found it</task_result>'
+
+
+async def test_a_finished_task_leaves_memory_and_is_read_back_from_its_transcript(tmp_path: Path) -> None:
+    """Only a finished task's transcript remains: memory keeps nothing of it, and lookups read the file."""
+
+    async def job(_record: TaskRecord, _listener: Listener) -> RunResult:
+        return result("the answer")
+
+    async with manager(tmp_path) as tasks:
+        record = start(tasks, job)
+        await tasks.wait(record, 5)
+        assert tasks._records == {}  # pyright: ignore[reportPrivateUsage]
+        again = tasks.get(record.id, principal=LOCAL_PRINCIPAL)
+    assert again is not record
+    assert (again.id, again.agent, again.description, again.owner) == (record.id, "general-purpose", "test", "local")
+    assert again.state == record.state == "completed" and again.finished
+    assert again.outcome == record.outcome
+    assert again.outcome is not None and again.outcome.text == "the answer"

@@ -108,3 +108,27 @@ def test_thinking_context_blocks_and_compactions_survive_a_resume(tmp_path: Path
     writer.message(later)
 
     assert read_history(path) == [restart, later]
+
+
+def test_the_summary_reads_an_end_line_bigger_than_a_read_block(tmp_path: Path) -> None:
+    """Only the first and last lines are read for a summary; the last one may be long (a whole final answer)."""
+    path = tmp_path / "t1.jsonl"
+    writer = TranscriptWriter(path)
+    writer.header(HEADER)
+    writer.message(UserMessage(content="x" * 300_000))
+    answer = "".join(f"line {i}\n" for i in range(30_000))  # ~250 KB
+    writer.finished(TaskOutcome(state="completed", text=answer))
+    summary = read_summary(path)
+    assert summary is not None and summary.header == HEADER
+    assert summary.outcome is not None and summary.outcome.text == answer
+
+
+def test_a_transcript_of_one_line_or_cut_in_its_end_line_has_no_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "t1.jsonl"
+    TranscriptWriter(path).header(HEADER)
+    only_header = read_summary(path)
+    assert only_header is not None and only_header.header == HEADER and only_header.outcome is None
+    with path.open("a", encoding="utf-8") as out:
+        out.write('{"type": "end", "state": "completed", "outcome": {"state": "compl')  # the crash
+    cut = read_summary(path)
+    assert cut is not None and cut.header == HEADER and cut.outcome is None

@@ -70,6 +70,21 @@ class AgentDefinition:
         return self.name.rpartition(":")[2]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CachedAgent:
+    """An agent file this process has not parsed: what the Task tool shows of it, as the state directory's cache
+    kept it from an earlier run (see `cache`). The catalog parses the file when the definition itself is needed."""
+
+    name: str
+    description: str
+    tools: tuple[str, ...] | None = None
+    disallowed_tools: tuple[str, ...] = ()
+    source: Source
+    path: str
+    plugin: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class LoadError:
     """A definition source that could not be used, and why. Loading goes on without it."""
@@ -84,7 +99,7 @@ def tool_base_name(entry: str) -> str:
     return entry.partition("(")[0].strip()
 
 
-def tools_summary(definition: AgentDefinition) -> str:
+def tools_summary(definition: AgentDefinition | CachedAgent) -> str:
     """The tools part of the agent's line in the Task description.
 
     `All tools`, `All tools except X, Y`, `A, B, C`, or `None` when the agent has no tools left.

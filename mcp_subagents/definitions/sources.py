@@ -12,21 +12,29 @@ import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TypeAlias
 
 from ..claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..errors import DefinitionError, UnknownAgentError
 from ..messages import JsonObject
 from ._coerce import as_list, as_object
+from .cache import read_cache, write_cache
 from .frontmatter import has_frontmatter
-from .model import AgentDefinition, LoadError, Source
+from .model import AgentDefinition, CachedAgent, LoadError, Source, tools_summary
 from .parse import parse_definition, parse_json_agents
 
-__all__ = ["Catalog", "CatalogLoader", "DefinitionSources", "LoadError", "builtin_agents_dir", "plugin_folders"]
+__all__ = [
+    "AgentTable",
+    "Catalog",
+    "CatalogLoader",
+    "DefinitionSources",
+    "LoadError",
+    "builtin_agents_dir",
+    "plugin_folders",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +43,7 @@ _MANIFEST = os.path.join(".claude-plugin", "plugin.json")
 
 _Signature: TypeAlias = tuple[int, int]
 """(mtime_ns, size): a file whose signature is unchanged is not read again."""
-_FileOutcome: TypeAlias = AgentDefinition | LoadError | None
+_FileOutcome: TypeAlias = AgentDefinition | CachedAgent | LoadError | None
 _JsonOutcome: TypeAlias = JsonObject | LoadError | None
 
 
@@ -59,6 +67,50 @@ class DefinitionSources:
     everything, and `Task(Name)` / `Agent(Name)` in any `permissions.deny` removes an agent."""
 
 
+class AgentTable(Mapping[str, AgentDefinition]):
+    """A catalog's agents by name. An agent known only from the state directory's cache (`CachedAgent`) is parsed
+    from its file the first time its definition is read; `listing()` needs no parsing."""
+
+    __slots__ = ("_entries", "_parse")
+
+    def __init__(
+        self,
+        entries: Mapping[str, AgentDefinition | CachedAgent] | None = None,
+        parse: Callable[[CachedAgent], AgentDefinition | None] | None = None,
+    ) -> None:
+        self._entries: dict[str, AgentDefinition | CachedAgent] = dict(entries or {})
+        self._parse = parse
+
+    def __getitem__(self, name: str) -> AgentDefinition:
+        entry = self._entries[name]
+        if isinstance(entry, AgentDefinition):
+            return entry
+        definition = self._parse(entry) if self._parse is not None else None
+        if definition is None:  # the file broke or was renamed since the scan: the next scan says so
+            raise KeyError(name)
+        self._entries[name] = definition
+        return definition
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AgentTable):  # without parsing anything
+            return self._entries == other._entries
+        return super().__eq__(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"AgentTable({list(self._entries)!r})"
+
+    def listing(self) -> tuple[AgentDefinition | CachedAgent, ...]:
+        return tuple(self._entries.values())
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Catalog:
     """The agents in effect after priority and deny rules, plus what went wrong on the way."""
@@ -68,11 +120,17 @@ class Catalog:
     errors: tuple[LoadError, ...] = ()
     denied: tuple[str, ...] = ()
     """Names removed by deny rules."""
-    overridden: tuple[AgentDefinition, ...] = ()
+    overridden: tuple[AgentDefinition | CachedAgent, ...] = ()
     """Definitions replaced by a later one with the same name, in load order."""
 
     def names(self) -> tuple[str, ...]:
         return tuple(self.agents)
+
+    def listing(self) -> tuple[tuple[str, str, str], ...]:
+        """(name, description, tools summary) of each agent, in order, as the Task tool shows them; parses nothing."""
+        agents = self.agents
+        entries = agents.listing() if isinstance(agents, AgentTable) else tuple(agents.values())
+        return tuple((entry.name, entry.description, tools_summary(entry)) for entry in entries)
 
     def get(self, name: str) -> AgentDefinition | None:
         return self.agents.get(name)
@@ -107,22 +165,32 @@ class CatalogLoader:
     stats files, and an unchanged file yields the very same `AgentDefinition` object.
     """
 
-    def __init__(self, sources: DefinitionSources) -> None:
+    def __init__(self, sources: DefinitionSources, *, cache_file: Path | None = None) -> None:
+        """`cache_file`: where parsed files are kept between runs (see `cache`); None keeps them in memory only."""
         self.sources = sources
+        self._cache_file = cache_file
+        self._from_disk: set[tuple[str, Source, str | None]] = set()
         self._files: dict[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]] = {}
         self._json: dict[str, tuple[_Signature, _JsonOutcome]] = {}
         self._flag_agents: tuple[list[AgentDefinition], list[LoadError]] | None = None
+        self._signatures: dict[str, _Signature] = {}
 
     def load(self) -> Catalog:
         """Scan every source. Never raises for a bad file: those end up in `Catalog.errors`."""
-        scan = _Scan(self._files, self._json)
+        if self._cache_file is not None and not self._files and not self._from_disk:
+            self._files = read_cache(self._cache_file)
+            self._from_disk = set(self._files)
+        scan = _Scan(self._files, self._json, self._from_disk)
         settings = self.sources.settings_files.load() if self.sources.settings_files is not None else ClaudeSettings()
         found = self._collect(scan, settings)
         deny_targets = settings.denied_agents
+        if self._cache_file is not None and (scan.parsed or scan.new_files.keys() != self._files.keys()):
+            write_cache(self._cache_file, scan.new_files)
         self._files, self._json = scan.new_files, scan.new_json
+        self._signatures = {path: signature for (path, _, _), (signature, _) in scan.new_files.items()}
 
-        chosen: dict[str, AgentDefinition] = {}
-        overridden: list[AgentDefinition] = []
+        chosen: dict[str, AgentDefinition | CachedAgent] = {}
+        overridden: list[AgentDefinition | CachedAgent] = []
         for definition in found:
             previous = chosen.pop(definition.name, None)
             if previous is not None:
@@ -135,13 +203,40 @@ class CatalogLoader:
 
         ordered = sorted(chosen.values(), key=lambda d: (d.source != "built-in", d.name.casefold(), d.name))
         return Catalog(
-            agents=MappingProxyType({d.name: d for d in ordered}),
+            agents=AgentTable({d.name: d for d in ordered}, self._parse_cached),
             errors=tuple(scan.errors),
             denied=tuple(denied),
             overridden=tuple(overridden),
         )
 
-    def _collect(self, scan: _Scan, settings: ClaudeSettings) -> list[AgentDefinition]:
+    def _parse_cached(self, cached: CachedAgent) -> AgentDefinition | None:
+        """The definition of a file known from the state directory's cache; None when it no longer yields that
+        agent. Its warnings were logged when the cache was read."""
+        try:
+            stat = os.stat(cached.path)
+        except OSError:
+            return None
+        outcome = _parse_file(cached.path, cached.source, cached.plugin, log_warnings=False)
+        if not isinstance(outcome, AgentDefinition) or outcome.name != cached.name:
+            return None
+        key = (cached.path, cached.source, cached.plugin)
+        known = self._files.get(key)
+        if known is not None and known[0] == (stat.st_mtime_ns, stat.st_size):
+            self._files[key] = (known[0], outcome)  # later scans reuse it
+        return outcome
+
+    def changed_since_scan(self, definition: AgentDefinition) -> bool:
+        """Whether the file `definition` was read from has changed (or gone) since the last `load()`; one stat."""
+        if definition.path is None:
+            return False
+        path = os.fspath(definition.path)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return True
+        return self._signatures.get(path) != (stat.st_mtime_ns, stat.st_size)
+
+    def _collect(self, scan: _Scan, settings: ClaudeSettings) -> list[AgentDefinition | CachedAgent]:
         """All definitions, lowest priority first."""
         sources = self.sources
         if sources.builtin_dir is not None:
@@ -175,11 +270,15 @@ class _Scan:
         self,
         old_files: Mapping[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]],
         old_json: Mapping[str, tuple[_Signature, _JsonOutcome]],
+        from_disk: set[tuple[str, Source, str | None]],
     ) -> None:
-        self.found: list[AgentDefinition] = []
+        self.found: list[AgentDefinition | CachedAgent] = []
         self.errors: list[LoadError] = []
         self.old_files = old_files
         self.old_json = old_json
+        self.from_disk = from_disk
+        """Cache entries read from the state directory whose warnings this process has not logged yet."""
+        self.parsed: set[tuple[str, Source, str | None]] = set()
         self.new_files: dict[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]] = {}
         self.new_json: dict[str, tuple[_Signature, _JsonOutcome]] = {}
         self._errors_seen: set[LoadError] = set()
@@ -200,7 +299,15 @@ class _Scan:
     def file(self, path: str, signature: _Signature, source: Source, plugin: str | None) -> None:
         key = (path, source, plugin)
         cached = self.old_files.get(key)
-        outcome = cached[1] if cached is not None and cached[0] == signature else _parse_file(path, source, plugin)
+        if cached is not None and cached[0] == signature:
+            outcome = cached[1]
+            if key in self.from_disk:
+                self.from_disk.discard(key)
+                if isinstance(outcome, CachedAgent):
+                    _log_warnings(path, outcome.warnings)
+        else:
+            outcome = _parse_file(path, source, plugin)
+            self.parsed.add(key)
         self.new_files[key] = (signature, outcome)
         if isinstance(outcome, LoadError):
             self.error(outcome)
@@ -283,7 +390,7 @@ def read_definition_text(path: str) -> str | LoadError | None:
     return text
 
 
-def _parse_file(path: str, source: Source, plugin: str | None) -> _FileOutcome:
+def _parse_file(path: str, source: Source, plugin: str | None, *, log_warnings: bool = True) -> _FileOutcome:
     text = read_definition_text(path)
     if not isinstance(text, str):
         return text
@@ -291,9 +398,14 @@ def _parse_file(path: str, source: Source, plugin: str | None) -> _FileOutcome:
         definition = parse_definition(text, path=Path(path), source=source, plugin=plugin)
     except DefinitionError as exc:
         return LoadError(path, exc.message)
-    for warning in definition.warnings:  # once per change of the file: unchanged files are not parsed again
-        logger.warning("agent file %s: %s", path, warning)
+    if log_warnings:  # once per change of the file: unchanged files are not parsed again
+        _log_warnings(path, definition.warnings)
     return definition
+
+
+def _log_warnings(path: str, warnings: tuple[str, ...]) -> None:
+    for warning in warnings:
+        logger.warning("agent file %s: %s", path, warning)
 
 
 def _read_json(path: str) -> JsonObject | LoadError:

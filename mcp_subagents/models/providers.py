@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Literal, TypeAlias
 
 import anyio
@@ -57,6 +59,15 @@ def provider_config(requested: str | None, environ: Mapping[str, str]) -> Provid
     return None
 
 
+def import_for_good(name: str) -> ModuleType:
+    """Import a module that stays for the life of the process, and take what it created out of the garbage
+    collector's full passes (`gc.freeze`): a provider SDK brings some 200k objects, and scanning them paused the
+    event loop 120-155 ms about every 150 model round trips."""
+    module = importlib.import_module(name)
+    gc.freeze()
+    return module
+
+
 async def create_model(config: ProviderConfig | None, *, deadline: float, max_retries: int = 10) -> Model:
     """Build the provider's adapter and its SDK client in a worker thread (importing the SDK takes seconds), so the
     server keeps answering meanwhile.
@@ -71,7 +82,7 @@ async def create_model(config: ProviderConfig | None, *, deadline: float, max_re
 
 
 def _build(config: ProviderConfig, deadline: float, max_retries: int) -> Model:
-    module = importlib.import_module(f"mcp_subagents.models.{config.name}")
+    module = import_for_good(f"mcp_subagents.models.{config.name}")
     if config.name == "anthropic":
         model = module.AnthropicModel(
             api_key=config.api_key,
@@ -85,4 +96,5 @@ def _build(config: ProviderConfig, deadline: float, max_retries: int) -> Model:
             api_key=config.api_key, base_url=config.base_url, deadline=deadline, max_retries=max_retries
         )
     model.open()
+    gc.freeze()  # what building the client and the rehearsal made stays too
     return model

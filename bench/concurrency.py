@@ -1,0 +1,246 @@
+"""Server CPU per model round trip, many concurrent Tasks against their ideal time, and garbage-collector pauses,
+each measured in this one run.
+
+    python bench/concurrency.py            # full counts, a few minutes
+    python bench/concurrency.py --smoke    # the same code paths with small counts (CI)
+
+`mcp-subagents serve` runs as hosts run it (a stdio subprocess, driven with raw JSON-RPC that asks for progress),
+and the Messages API runs in a process of its own, as a remote API would: the tests' fake for the CPU figures
+(its events arrive one by one, as a real stream's do), and for many Tasks at once the minimal one of light_api.py,
+which leaves the cores to the server (the tests' fake needs nearly as much CPU as the server). The server's CPU
+time is read from /proc, so neither the client nor the API counts. Only 127.0.0.1 is touched; the key is a dummy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import BENCH_KEY, ROOT, fake_api, server_environment, stdio_server, task_arguments
+
+sys.path.insert(0, str(ROOT))
+
+TOOL_TURNS = 3
+"""Round-trip figure: Tasks of three TodoWrite turns and an answer (four model round trips)."""
+WIDE_TOOL_TURNS = 2
+"""Concurrency figure: Tasks of three turns (two TodoWrite turns and the answer), as the issue states it."""
+LATENCY = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    round_trip_tasks: int
+    round_trip_repeats: int
+    wide: tuple[int, ...]
+    """How many Tasks run at once in the concurrency figures."""
+    wide_repeats: int
+    gc_tasks: int
+
+
+FULL = Plan(round_trip_tasks=60, round_trip_repeats=5, wide=(50, 200), wide_repeats=5, gc_tasks=150)
+SMOKE = Plan(round_trip_tasks=10, round_trip_repeats=1, wide=(10,), wide_repeats=1, gc_tasks=10)
+
+
+# ---- 1. server CPU per round trip ------------------------------------------------------------------------------------
+
+
+async def cpu_per_round_trip(root: Path, plan: Plan) -> list[float]:
+    """Server CPU milliseconds per model round trip, once per repeat (10 Tasks at a time, latency 0)."""
+    runs: list[float] = []
+    async with fake_api(f"todo:{TOOL_TURNS}", 0.0) as url:
+        env = server_environment(root, api_url=url)
+        async with stdio_server(env, args=("--max-concurrent", "50")) as server:
+            await server.call_tool("Task", task_arguments(-1))  # the SDK import and the first connection
+            for _ in range(plan.round_trip_repeats):
+                before = server.cpu_seconds()
+                for start in range(0, plan.round_trip_tasks, 10):
+                    async with anyio.create_task_group() as group:
+                        for number in range(start, min(start + 10, plan.round_trip_tasks)):
+                            group.start_soon(server.call_tool, "Task", task_arguments(number))
+                used = server.cpu_seconds() - before
+                runs.append(used / (plan.round_trip_tasks * (TOOL_TURNS + 1)) * 1000)
+    return runs
+
+
+async def adapter_cpu_per_request(requests: int) -> float:
+    """The floor: CPU milliseconds per request of the Anthropic adapter alone (SDK and HTTP), in this process."""
+    from mcp_subagents.messages import UserMessage
+    from mcp_subagents.models.anthropic import AnthropicModel
+    from mcp_subagents.models.base import ModelRequest
+    from mcp_subagents.tools import builtin_tools
+
+    tools = tuple(tool.definition() for tool in builtin_tools().values())
+    request = ModelRequest(model="claude-sonnet-5-5", system="s", messages=(UserMessage(content="job 1"),), tools=tools)
+    async with fake_api("todo:0", 0.0) as url:
+        model = AnthropicModel(api_key=BENCH_KEY, base_url=url, max_retries=0)
+        for _ in range(20):
+            await model.request(request)
+        started = time.process_time()
+        for _ in range(requests):
+            await model.request(request)
+        used = time.process_time() - started
+        await model.aclose()
+    return used / requests * 1000
+
+
+# ---- 2. many Tasks at once -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Wide:
+    tasks: int
+    ratios: list[float]
+    cpu_ratios: list[float]
+    """Server CPU during the run over the ideal wall time: above 1, one core cannot keep up."""
+
+
+async def wide(root: Path, tasks: int, repeats: int) -> Wide:
+    ideal = (WIDE_TOOL_TURNS + 1) * LATENCY
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []
+    async with fake_api(f"todo:{WIDE_TOOL_TURNS}", LATENCY, light=True) as url:
+        env = server_environment(root, api_url=url)
+        async with stdio_server(env, args=("--max-concurrent", str(tasks))) as server:
+            # Warm-up: the SDK import, and as many connections as the run needs.
+            async with anyio.create_task_group() as group:
+                for number in range(tasks):
+                    group.start_soon(server.call_tool, "Task", task_arguments(number))
+            for _ in range(repeats):
+                before = server.cpu_seconds()
+                started = time.perf_counter()
+                async with anyio.create_task_group() as group:
+                    for number in range(tasks):
+                        group.start_soon(server.call_tool, "Task", task_arguments(number))
+                ratios.append((time.perf_counter() - started) / ideal)
+                cpu_ratios.append((server.cpu_seconds() - before) / ideal)
+    return Wide(tasks=tasks, ratios=ratios, cpu_ratios=cpu_ratios)
+
+
+# ---- 3. garbage-collector pauses -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pauses:
+    full_collections: int
+    longest_ms: float
+    total_ms: float
+    round_trips: int
+
+
+class PauseClock:
+    """Times every collection of the oldest generation through `gc.callbacks`."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses.append(time.perf_counter() - self._started)
+
+
+async def gc_pauses(root: Path, tasks: int) -> tuple[Pauses, Pauses]:
+    """Full-collection pauses over the same Tasks run in this process, with what the imports created frozen (as the
+    server does it) and unfrozen (as before)."""
+    from mcp import Client
+
+    from mcp_subagents.server import build_server
+    from mcp_subagents.service import Subagents
+    from mcp_subagents.settings import Settings
+
+    async with fake_api(f"todo:{TOOL_TURNS}", 0.0) as url:
+        (root / "work").mkdir(parents=True, exist_ok=True)
+        work, state = root / "work", root / "state"
+        settings = Settings(cwd=work, state_dir=state, user_agents_dir=root / "none", watch_interval=0)
+        app = Subagents(settings, environ={"ANTHROPIC_API_KEY": BENCH_KEY, "ANTHROPIC_BASE_URL": url})
+        async with app.running(), Client(build_server(app), mode="legacy") as client:
+
+            async def run(count: int) -> None:
+                for start in range(0, count, 10):
+                    async with anyio.create_task_group() as group:
+                        for number in range(start, min(start + 10, count)):
+                            group.start_soon(client.call_tool, "Task", task_arguments(number))
+
+            await run(10)  # imports the SDK, which freezes what exists then (models/providers.py)
+            frozen = await _timed_pauses(run, tasks)
+            gc.unfreeze()
+            unfrozen = await _timed_pauses(run, tasks)
+    return frozen, unfrozen
+
+
+async def _timed_pauses(run: Callable[[int], object], tasks: int) -> Pauses:
+    clock = PauseClock()
+    gc.callbacks.append(clock)
+    try:
+        await run(tasks)  # type: ignore[misc]
+    finally:
+        gc.callbacks.remove(clock)
+    pauses = [pause * 1000 for pause in clock.pauses]
+    return Pauses(
+        full_collections=len(pauses),
+        longest_ms=max(pauses, default=0.0),
+        total_ms=sum(pauses),
+        round_trips=tasks * (TOOL_TURNS + 1),
+    )
+
+
+# ---- report ----------------------------------------------------------------------------------------------------------
+
+
+def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
+    median = statistics.median(values)
+    if len(values) == 1:
+        return f"{median:.{digits}f}{unit}"
+    return f"{median:.{digits}f}{unit} (min {min(values):.{digits}f}, max {max(values):.{digits}f}, {len(values)} runs)"
+
+
+async def main(plan: Plan) -> None:
+    with tempfile.TemporaryDirectory(prefix="mcp-subagents-concurrency-") as tmp:
+        root = Path(tmp)
+        print("measuring CPU per round trip ...", flush=True)
+        cpu = await cpu_per_round_trip(root / "cpu", plan)
+        floor = await adapter_cpu_per_request(200 if plan is FULL else 20)
+        results: list[Wide] = []
+        for tasks in plan.wide:
+            print(f"measuring {tasks} Tasks at once ...", flush=True)
+            results.append(await wide(root / f"wide-{tasks}", tasks, plan.wide_repeats))
+        print("measuring garbage-collector pauses ...", flush=True)
+        frozen, unfrozen = await gc_pauses(root / "gc", plan.gc_tasks)
+    print()
+    print(
+        f"server CPU per model round trip        {spread(cpu, ' ms')}   (goal <= 5 ms; the adapter alone: "
+        f"{floor:.2f} ms, ratio {statistics.median(cpu) / floor:.2f})"
+    )
+    for result in results:
+        print(
+            f"{result.tasks} Tasks at once (3 turns, {LATENCY * 1000:.0f} ms) wall/ideal   {spread(result.ratios)}"
+            f"   (server CPU / ideal: {spread(result.cpu_ratios)})"
+        )
+    for label, pauses in (("frozen (as served)", frozen), ("unfrozen (before)", unfrozen)):
+        print(
+            f"full GC passes, {label:<19}  {pauses.full_collections} in {pauses.round_trips} round trips, "
+            f"longest {pauses.longest_ms:.1f} ms, {pauses.total_ms / pauses.round_trips:.3f} ms per round trip"
+        )
+    if unfrozen.longest_ms:
+        print(f"longest full-GC pause, frozen / unfrozen ratio {frozen.longest_ms / unfrozen.longest_ms:.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="small counts, for CI")
+    anyio.run(main, SMOKE if parser.parse_args().smoke else FULL)

@@ -1,0 +1,151 @@
+"""The search tools against ripgrep on a 20k-file tree, and Read's first 2000 lines of a 50 MB file against a 1 MB one,
+each figure measured in this one run. (The harness for the search figures' own round: today's figures only.)
+
+    python bench/search.py            # 20,000 files, 7 runs each
+    python bench/search.py --smoke    # 2,000 files, 2 runs each (CI)
+
+The tools run as a subagent runs them (`Tool.validate` then `Tool.run` with a ToolContext on the tree), without a
+sandbox; `rg` runs as a plain subprocess with the flags that give the same files or lines (not the same order: the
+tools sort newest first, rg does not sort). Wall-time medians, alternating tool and rg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mcp_subagents.tools import builtin_tools
+from mcp_subagents.tools.base import ToolContext
+from mcp_subagents.tools.ripgrep import find_ripgrep
+
+NEEDLE = "needle_in_the_tree"
+EXTENSIONS = (".py", ".ts", ".md", ".txt", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    files: int
+    runs: int
+
+
+FULL = Plan(files=20_000, runs=7)
+SMOKE = Plan(files=2_000, runs=2)
+
+
+def make_tree(root: Path, files: int) -> None:
+    """`files` small files in folders of 100, two levels deep; one file in 40 holds the needle."""
+    chooser = random.Random(15)
+    for number in range(files):
+        folder = root / f"pkg{number // 1000:02d}" / f"mod{number // 100 % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [f"line {n} of file {number}: {'x' * chooser.randint(10, 70)}" for n in range(chooser.randint(5, 60))]
+        if number % 40 == 0:
+            lines.insert(len(lines) // 2, f"here is the {NEEDLE} of file {number}")
+        (folder / f"file{number:05d}{EXTENSIONS[number % len(EXTENSIONS)]}").write_text("\n".join(lines) + "\n")
+
+
+def make_big_file(path: Path, size: int) -> None:
+    line = "a line of a big log file, as a subagent might be asked to read one\n"
+    with path.open("w", encoding="utf-8") as out:
+        for _ in range(size // len(line)):
+            out.write(line)
+
+
+async def timed(action: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    await action()
+    return time.perf_counter() - started
+
+
+def rg(*args: str, cwd: Path) -> Callable[[], Awaitable[Any]]:
+    command = [find_ripgrep(), *args]
+
+    async def run() -> None:
+        await anyio.run_process(command, cwd=cwd, check=False, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    return run
+
+
+def tool(name: str, arguments: dict[str, Any], ctx: ToolContext) -> Callable[[], Awaitable[Any]]:
+    chosen = builtin_tools()[name]
+    validated = chosen.validate(arguments)
+
+    async def run() -> str:
+        return await chosen.run(ctx, validated)
+
+    return run
+
+
+async def ratio(ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitable[Any]], runs: int) -> str:
+    await ours()
+    await theirs()  # warm the disk cache for both
+    a: list[float] = []
+    b: list[float] = []
+    for _ in range(runs):
+        a.append(await timed(ours))
+        b.append(await timed(theirs))
+    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    return (
+        f"{statistics.median(a) / statistics.median(b):5.2f}   (tool {statistics.median(a) * 1000:.0f} ms, "
+        f"baseline {statistics.median(b) * 1000:.0f} ms; paired ratios {min(ratios):.2f}-{max(ratios):.2f})"
+    )
+
+
+async def main(plan: Plan) -> None:
+    with tempfile.TemporaryDirectory(prefix="mcp-subagents-search-") as tmp:
+        root = Path(tmp) / "tree"
+        make_tree(root, plan.files)
+        ctx = ToolContext(cwd=root, allowed_roots=(root,), env=dict(os.environ))
+        rows = [
+            (
+                "Glob **/*.py / rg --files -g '*.py'",
+                tool("Glob", {"pattern": "**/*.py"}, ctx),
+                ("--files", "-g", "*.py"),
+            ),
+            (
+                "Grep files_with_matches / rg -l",
+                tool("Grep", {"pattern": NEEDLE, "head_limit": 0}, ctx),
+                ("-l", NEEDLE),
+            ),
+            (
+                "Grep count / rg -c",
+                tool("Grep", {"pattern": NEEDLE, "output_mode": "count", "head_limit": 0}, ctx),
+                ("-c", NEEDLE),
+            ),
+            (
+                "Grep content / rg -n",
+                tool("Grep", {"pattern": NEEDLE, "output_mode": "content", "head_limit": 0}, ctx),
+                ("-n", NEEDLE),
+            ),
+        ]
+        print(f"{plan.files} files; the tools without a sandbox; median of {plan.runs}, alternating")
+        for label, ours, flags in rows:
+            print(f"{label:<40} ratio {await ratio(ours, rg(*flags, cwd=root), plan.runs)}")
+        small, big = Path(tmp) / "small.log", Path(tmp) / "big.log"
+        make_big_file(small, 1024 * 1024)
+        make_big_file(big, 50 * 1024 * 1024 if plan is FULL else 10 * 1024 * 1024)
+        ctx = ToolContext(cwd=Path(tmp), allowed_roots=(Path(tmp),), env=dict(os.environ))
+        read_big = tool("Read", {"file_path": str(big), "limit": 2000}, ctx)
+        read_small = tool("Read", {"file_path": str(small), "limit": 2000}, ctx)
+        size = big.stat().st_size // (1024 * 1024)
+        print(f"{f'Read 2000 lines of {size} MB / of 1 MB':<40} ratio {await ratio(read_big, read_small, plan.runs)}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="small counts, for CI")
+    anyio.run(main, SMOKE if parser.parse_args().smoke else FULL)
