@@ -54,6 +54,17 @@ class ProcessGroups:
         self.tags.clear()
 
 
+def process_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one we may not signal counts: it is alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def signal_group(group_id: int, signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group_id, signum)

@@ -7,8 +7,6 @@ was interrupted once that process is gone.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -19,7 +17,8 @@ from typing import Any, cast
 from .messages import Usage
 from .outcome import TaskOutcome
 from .pricing import PriceTable
-from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
+from .processes import process_alive
+from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
 
 TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MIN_PREFIX = 6
@@ -82,20 +81,6 @@ def transcripts_dir(state_dir: Path) -> Path:
     return state_dir / "tasks"
 
 
-def entries(path: Path) -> Iterator[dict[str, Any]]:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as lines:
-            for line in lines:
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(entry, dict):
-                    yield cast("dict[str, Any]", entry)
-    except OSError:
-        return
-
-
 def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | None:
     """The task of one transcript; None when the file has no header."""
     summary = read_summary(path)
@@ -109,7 +94,7 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
     pending: dict[str, str] = {}
     last_text = ""
     points: list[UsagePoint] = []
-    for entry in entries(path):
+    for entry in _entries_or_none(path):
         kind = entry.get("type")
         if kind == "state" and entry.get("state") == "running":
             started = _float(entry.get("at"))
@@ -228,15 +213,16 @@ def _objects(value: Any) -> list[dict[str, Any]]:
 
 
 def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return True  # written before headers named their process: a restarted server closes these
+    # A header written before headers named their process has no pid: a restarted server closes those.
+    return pid is None or process_alive(pid)
+
+
+def _entries_or_none(path: Path) -> Iterator[dict[str, Any]]:
+    """The transcript's entries; none when it cannot be read (removed while being listed)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        yield from entries(path)
+    except OSError:
+        return
 
 
 def _usage(value: Any) -> Usage:

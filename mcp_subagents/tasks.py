@@ -25,7 +25,7 @@ from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
 from .permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
 from .pricing import ModelPrice
 from .principals import LOCAL_PRINCIPAL
-from .processes import ProcessGroups
+from .processes import ProcessGroups, process_alive
 from .redaction import Redactor
 from .render import budget_warning_text, describe_event, outcome_text
 from .state import private_file
@@ -638,12 +638,5 @@ class TaskManager:
 
 
 def _runs_elsewhere(pid: int | None) -> bool:
-    if pid is None or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    return pid is not None and pid != os.getpid() and process_alive(pid)
     return True

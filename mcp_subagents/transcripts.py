@@ -137,8 +137,8 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _entries(path: Path) -> Iterator[dict[str, Any]]:
-    """Parsed lines; a line cut short by a crash (or otherwise unreadable) is skipped."""
+def entries(path: Path) -> Iterator[dict[str, Any]]:
+    """A transcript's parsed lines; a line cut short by a crash (or otherwise unreadable) is skipped."""
     with path.open(encoding="utf-8", errors="replace") as lines:
         for line in lines:
             try:
@@ -146,7 +146,7 @@ def _entries(path: Path) -> Iterator[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
             if isinstance(entry, dict):
-                yield entry
+                yield cast("dict[str, Any]", entry)
 
 
 def read_summary(path: Path) -> TranscriptSummary | None:
@@ -157,7 +157,7 @@ def read_summary(path: Path) -> TranscriptSummary | None:
         return TranscriptSummary(header=_header(quick[0]), outcome=_end_outcome(quick[1]))
     header: TranscriptHeader | None = None
     outcome: TaskOutcome | None = None
-    for entry in _entries(path):
+    for entry in entries(path):
         if entry.get("type") == "header":
             header = _header(entry)
         elif entry.get("type") == "end":
@@ -229,7 +229,7 @@ def _end_outcome(entry: dict[str, Any]) -> TaskOutcome:
 def read_history(path: Path) -> list[Message]:
     """The conversation so far, repaired so it can be sent to a model again."""
     messages: list[Message] = []
-    for entry in _entries(path):
+    for entry in entries(path):
         if entry.get("type") == "compaction":
             messages.clear()  # the messages that follow it start the conversation anew
             continue
