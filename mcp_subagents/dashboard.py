@@ -28,6 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .asgi_serving import serve_until_cancelled
 from .control import ControlError, request_stop
 from .dashboard_data import TaskRows, TranscriptFollower, state_signature
 from .errors import SubagentsError
@@ -123,30 +124,8 @@ class Dashboard:
 
     async def serve(self, sock: socket.socket) -> None:
         """Serve on `sock` (bound by `open_socket`) until cancelled."""
-        import uvicorn
-
-        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-        server = uvicorn.Server(config)
-        finished = anyio.Event()
-        # uvicorn cut off mid-serve leaves its loop half torn down: on cancel, ask it to exit and wait (bounded).
-        shield = anyio.CancelScope(shield=True)
-
-        async def run() -> None:
-            with shield:
-                await server.serve(sockets=[sock])
-            finished.set()
-
         with sock:
-            async with anyio.create_task_group() as group:
-                group.start_soon(run)
-                try:
-                    await finished.wait()
-                finally:
-                    server.should_exit = True
-                    server.force_exit = True  # event streams never end by themselves
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(3):
-                        await finished.wait()
-                    shield.cancel()
+            await serve_until_cancelled(self.app(), sock, grace_seconds=1, lifespan="off", force_exit=True)
 
     # ---- pages -----------------------------------------------------------------------------------------------------
 

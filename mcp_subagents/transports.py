@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import anyio
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.transport_security import TransportSecuritySettings
 
+from .asgi_serving import serve_until_cancelled
 from .auth import StaticTokenVerifier, TokenVerifiers, env_token
 from .errors import ConfigError
 from .http_security import WILDCARD_ADDRESSES, HttpGuard, check_exposure, is_loopback, transport_security
@@ -232,35 +232,9 @@ def _sse_app(server: SubagentsServer, security: Any) -> Any:
 
 
 async def _serve_http(app: Any, settings: Settings, listener: HttpListener) -> None:
-    import uvicorn
-
     tls: dict[str, Any] = (
         {"ssl_certfile": str(listener.tls.cert), "ssl_keyfile": str(listener.tls.key)} if listener.tls else {}
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=SHUTDOWN_SECONDS, **tls)
-    server = uvicorn.Server(config)
     logger.info("listening (%s) on %s", settings.transport, listener.url)
     with listener.sock:
-        await _until_cancelled(server, listener.sock)
-
-
-async def _until_cancelled(server: Any, sock: socket.socket) -> None:
-    """Run uvicorn; when our scope is cancelled, let it shut down as it would on a signal (bounded), rather than
-    cutting it off mid-lifespan."""
-    finished = anyio.Event()
-    shield = anyio.CancelScope(shield=True)
-
-    async def run() -> None:
-        with shield:
-            await server.serve(sockets=[sock])
-        finished.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        try:
-            await finished.wait()
-        finally:
-            server.should_exit = True
-            with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_SECONDS + 1):
-                await finished.wait()
-            shield.cancel()
+        await serve_until_cancelled(app, listener.sock, grace_seconds=SHUTDOWN_SECONDS, **tls)
