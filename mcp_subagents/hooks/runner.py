@@ -2,7 +2,9 @@
 
 The command runs under bash in its own process group, in the agent's working directory, with the event's JSON on
 stdin and an environment without the provider keys; nothing else of the server's is inherited (no other file
-descriptors, never the server's stdout). On timeout or cancellation the whole group is killed.
+descriptors, never the server's stdout). It runs through the tools' own runner (`tools._process.run_captured`):
+on timeout or cancellation the whole group is killed, and output held open by something it left behind is not
+waited for.
 
 Where the Bash sandbox confines the run's commands, a hook command runs inside it too (the same filesystem, process
 and network limits as the agent's Bash); a setting that makes the sandbox required refuses the hook when the sandbox
@@ -13,23 +15,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-from anyio.abc import ByteReceiveStream, Process
+from ..errors import ToolError
+from ..tools._process import CappedBytes, Command, run_captured
 
 if TYPE_CHECKING:
     from ..sandbox import RunSandbox
 
 MAX_CAPTURE_BYTES = 1_000_000
 """Of stdout and of stderr each; what a hook prints beyond this is dropped."""
-KILL_GRACE_SECONDS = 1.0
-OUTPUT_DRAIN_GRACE_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,91 +65,20 @@ async def run_command_hook(
 
 
 async def _run(argv: list[str], *, stdin: bytes, cwd: Path, env: Mapping[str, str], timeout_s: float) -> HookProcess:
-    started: list[Process] = []
+    stdout, stderr = CappedBytes(MAX_CAPTURE_BYTES), CappedBytes(MAX_CAPTURE_BYTES)
+    command = Command(argv=argv, cwd=cwd, env=env, stdin=stdin, what="the hook")
     try:
-        with anyio.CancelScope(shield=True):  # cancelled mid-spawn, the shell would be orphaned
-            started.append(
-                await anyio.open_process(argv, cwd=cwd, env=dict(env), stdin=subprocess.PIPE, start_new_session=True)
-            )
-    except OSError as exc:
-        return HookProcess(exit_code=None, start_error=f"could not start the hook: {exc}")
-    process = started[0]
-    stdout, stderr = bytearray(), bytearray()
-    timed_out = False
-    try:
-        async with anyio.create_task_group() as group:
-            drained = anyio.Event()
-
-            async def drain() -> None:
-                async with anyio.create_task_group() as readers:
-                    readers.start_soon(_collect, process.stdout, stdout)
-                    readers.start_soon(_collect, process.stderr, stderr)
-                drained.set()
-
-            group.start_soon(_feed, process, stdin)
-            group.start_soon(drain)
-            with anyio.move_on_after(timeout_s) as deadline:
-                await process.wait()
-            if deadline.cancelled_caught:
-                timed_out = True
-                await _kill_group(process)
-            # A background process the hook started may hold the pipes open: its output is not waited for.
-            with anyio.move_on_after(OUTPUT_DRAIN_GRACE_SECONDS):
-                await drained.wait()
-            group.cancel_scope.cancel()
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await _kill_group(process)
-            await process.aclose()
-        raise
-    with anyio.CancelScope(shield=True):
-        await process.aclose()
+        finished = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=timeout_s)
+    except ToolError as exc:
+        message = str(exc)  # "Could not start the hook: ...", placed mid-sentence where it is shown
+        return HookProcess(exit_code=None, start_error=message[:1].lower() + message[1:])
     return HookProcess(
-        exit_code=None if timed_out else process.returncode,
-        stdout=stdout.decode("utf-8", errors="replace"),
-        stderr=stderr.decode("utf-8", errors="replace"),
-        timed_out=timed_out,
+        exit_code=finished.returncode,
+        stdout=stdout.data.decode("utf-8", errors="replace"),
+        stderr=stderr.data.decode("utf-8", errors="replace"),
+        timed_out=finished.timed_out,
     )
 
 
 def _bash() -> str:
     return "/bin/bash" if os.path.exists("/bin/bash") else shutil.which("bash") or shutil.which("sh") or "/bin/sh"
-
-
-async def _feed(process: Process, data: bytes) -> None:
-    stream = process.stdin
-    if stream is None:
-        return
-    try:
-        await stream.send(data)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        pass  # the hook did not read its input; that is its business
-    finally:
-        try:
-            await stream.aclose()
-        except (anyio.BrokenResourceError, OSError):
-            pass
-
-
-async def _collect(stream: ByteReceiveStream | None, into: bytearray) -> None:
-    if stream is None:
-        return
-    async for chunk in stream:
-        if len(into) < MAX_CAPTURE_BYTES:
-            into += chunk[: MAX_CAPTURE_BYTES - len(into)]
-
-
-async def _kill_group(process: Process) -> None:
-    """SIGTERM the hook's process group; SIGKILL what is left once it exits or the grace is over."""
-    _signal_group(process.pid, signal.SIGTERM)
-    with anyio.move_on_after(KILL_GRACE_SECONDS):
-        await process.wait()
-    _signal_group(process.pid, signal.SIGKILL)
-    await process.wait()
-
-
-def _signal_group(group_id: int, signum: signal.Signals) -> None:
-    try:
-        os.killpg(group_id, signum)
-    except (ProcessLookupError, PermissionError):
-        pass

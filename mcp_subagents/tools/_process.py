@@ -1,9 +1,10 @@
-"""The one subprocess runner of the tools (Bash, Grep, Glob): spawn, drain, cap, deadline, kill the group.
+"""The one subprocess runner of the tools (Bash, Grep, Glob) and hooks: spawn, drain, cap, deadline, kill the group.
 
-A process is started in a new session with an empty stdin and the tool's environment, and its stdout and stderr are
-drained into sinks that keep what they can. On a timeout or a cancel (TaskStop, a task deadline) the whole process
-group is sent SIGTERM, then SIGKILL after a grace; a command outside the sandbox also loses the processes that left
-its group (see `processes`). Cleanup runs shielded, so a cancel never leaves anything behind.
+A process is started in a new session with the tool's environment and an empty stdin (or the bytes it is given),
+and its stdout and stderr are drained into sinks that keep what they can. On a timeout or a cancel (TaskStop, a task
+deadline) the whole process group is sent SIGTERM, then SIGKILL after a grace; a command outside the sandbox also
+loses the processes that left its group (see `processes`). Cleanup runs shielded, so a cancel never leaves anything
+behind.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Command:
     """The process tag in `env`, if any: processes carrying it are killed with the group."""
     what: str = "the command"
     """How spawn errors name it: "Could not start {what}"."""
+    stdin: bytes | None = None
+    """Written to the process's stdin, which is then closed; None gives it an empty stdin."""
 
 
 async def run_captured(
@@ -104,7 +107,7 @@ async def _spawn(command: Command) -> Process:
                     list(command.argv),
                     cwd=command.cwd,
                     env=dict(command.env),
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL if command.stdin is None else subprocess.PIPE,
                     start_new_session=True,
                 )
             )
@@ -127,6 +130,8 @@ async def _supervise(
 
     async with anyio.create_task_group() as group:
         group.start_soon(drain_both)
+        if command.stdin is not None:
+            group.start_soon(_feed, process, command.stdin)
         with anyio.move_on_after(time_limit) as deadline:
             finished.returncode = await process.wait()
         if deadline.cancelled_caught:
@@ -138,6 +143,21 @@ async def _supervise(
             finished.output_abandoned = True
             group.cancel_scope.cancel()
     return finished
+
+
+async def _feed(process: Process, data: bytes) -> None:
+    stream = process.stdin
+    if stream is None:
+        return
+    try:
+        await stream.send(data)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass  # the process did not read its input; that is its business
+    finally:
+        try:
+            await stream.aclose()
+        except (anyio.BrokenResourceError, OSError):
+            pass
 
 
 async def _drain(stream: ByteReceiveStream | None, sink: Sink) -> None:
