@@ -153,13 +153,22 @@ class Dashboard:
         rows = await anyio.to_thread.run_sync(TaskRows(self.state_dir, self._prices).rows)
         return JSONResponse({"tasks": rows})
 
-    async def _task(self, request: Request) -> Response:
+    def _task_path(self, request: Request) -> Path | Response:
+        """The transcript of the task a read request names, or the response that refuses it."""
         if not self._authorized(request):
             return _forbidden()
+        return self._named_task(request)
+
+    def _named_task(self, request: Request) -> Path | Response:
         try:
-            path = find_task(self.state_dir, request.path_params["task_id"])
+            return find_task(self.state_dir, request.path_params["task_id"])
         except TaskLookupError as exc:
             return JSONResponse({"error": exc.message}, status_code=404)
+
+    async def _task(self, request: Request) -> Response:
+        path = self._task_path(request)
+        if isinstance(path, Response):
+            return path
         snapshot = await anyio.to_thread.run_sync(read_task, path, self._prices)
         if snapshot is None:
             return JSONResponse({"error": "no such task"}, status_code=404)
@@ -189,12 +198,9 @@ class Dashboard:
             quiet += WATCH_INTERVAL
 
     async def _task_events(self, request: Request) -> Response:
-        if not self._authorized(request):
-            return _forbidden()
-        try:
-            path = find_task(self.state_dir, request.path_params["task_id"])
-        except TaskLookupError as exc:
-            return JSONResponse({"error": exc.message}, status_code=404)
+        path = self._task_path(request)
+        if isinstance(path, Response):
+            return path
         return _event_stream(self._follow(path))
 
     async def _follow(self, path: Path) -> AsyncIterator[str]:
@@ -222,10 +228,9 @@ class Dashboard:
         problem = await self._check_action(request)
         if problem is not None:
             return problem
-        try:
-            path = find_task(self.state_dir, request.path_params["task_id"])
-        except TaskLookupError as exc:
-            return JSONResponse({"error": exc.message}, status_code=404)
+        path = self._named_task(request)
+        if isinstance(path, Response):
+            return path
         snapshot = read_task(path)
         if snapshot is None or snapshot.finished:
             state = snapshot.state if snapshot else "unknown"
