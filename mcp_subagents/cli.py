@@ -14,10 +14,9 @@ import warnings
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import anyio
-from mcp import MCPDeprecationWarning
 
 from . import __version__
 from .errors import ConfigError
@@ -30,6 +29,9 @@ from .settings import (
     add_options,
     settings_from,
 )
+
+if TYPE_CHECKING:
+    from .catalog_prescan import CatalogPrescan
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
 STATE_DIR_OPTIONS = tuple(option for option in RUN_OPTIONS if option.flag == "--state-dir")
@@ -99,10 +101,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1) from None
 
 
-def _main(argv: Sequence[str] | None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def _with_command(argv: Sequence[str]) -> list[str]:
+    """`argv` naming its command: none (or only options) means `serve`."""
+    argv = list(argv)
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
         argv.insert(0, "serve")
+    return argv
+
+
+def settings_for_command_line(argv: Sequence[str]) -> Settings | None:
+    """The settings a command line (and this environment) gives; None when they are not valid."""
+    try:
+        return settings_from(_parser().parse_args(_with_command(argv)), ALL_OPTIONS)
+    except (ConfigError, SystemExit):
+        return None
+
+
+def _main(argv: Sequence[str] | None) -> None:
+    argv = _with_command(sys.argv[1:] if argv is None else argv)
     namespace = _parser().parse_args(argv)
     if namespace.command in ("serve", "run") and os.environ.get(AGENT_SERVER_MARKER):
         print(
@@ -117,7 +133,14 @@ def _main(argv: Sequence[str] | None) -> None:
     except ConfigError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
+    prescan = None
+    if namespace.command == "serve":
+        from .catalog_prescan import start_prescan
+
+        prescan = start_prescan(settings, argv)  # before the imports below, which it runs beside
     # Log notifications and roots are deprecated in the 2026 protocol era but still what 2025-era hosts use.
+    from mcp import MCPDeprecationWarning
+
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     logging.basicConfig(
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -126,7 +149,7 @@ def _main(argv: Sequence[str] | None) -> None:
         logging.getLogger().setLevel(logging.WARNING)  # a person reads the status line, not request logs
     match namespace.command:
         case "serve":
-            _serve(settings)
+            _serve(settings, prescan)
         case "run":
             from .run_command import run_command
 
@@ -155,7 +178,7 @@ def _main(argv: Sequence[str] | None) -> None:
             _parser().print_help()
 
 
-def _serve(settings: Settings) -> None:
+def _serve(settings: Settings, prescan: CatalogPrescan | None = None) -> None:
     from .notifications import watch_catalog
     from .processes import harden_server_process, kill_descendants
     from .server import build_server
@@ -165,7 +188,7 @@ def _serve(settings: Settings) -> None:
     terminal = settings.transport == "stdio" and sys.stdin.isatty()
 
     async def main() -> None:
-        app = Subagents(settings)
+        app = Subagents(settings, catalog_prescan=prescan)
         async with app.running(), anyio.create_task_group() as group:
             server = build_server(app)
             group.start_soon(_stop_on_sigterm, group.cancel_scope)
@@ -204,6 +227,8 @@ def _serve(settings: Settings) -> None:
         if terminal:
             print("\nmcp-subagents: stopped", file=sys.stderr)
     finally:
+        if prescan is not None:
+            prescan.stop()
         kill_descendants()  # whatever a command detached was re-parented to this process: it goes with it
     if _terminated.is_set():
         # A host's SIGTERM: the runtime has shut down cleanly; end the process here, whatever else still waits.

@@ -54,6 +54,7 @@ from .trust import ProjectTrust
 
 if TYPE_CHECKING:
     from .agent_setup import AgentExtras
+    from .catalog_prescan import CatalogPrescan
     from .extensions import Extensions, RunPlace
     from .hooks import StartAnswer
     from .permissions.policy import PermissionPolicy
@@ -226,7 +227,8 @@ class Subagents:
     `launch` turns a Task call into a task; `build_server(app)` puts it behind MCP. Pass `model` (a `ScriptedModel`,
     say) to run without a provider, and `environ` to read provider keys from somewhere other than `os.environ`;
     `tracer_provider` (an OpenTelemetry `TracerProvider`) turns traces on, as `--otel` does with the process's
-    provider.
+    provider. `catalog_prescan`: another process parsing the agent files into the cache (a first start); the
+    first scan waits for it.
     """
 
     def __init__(
@@ -236,6 +238,7 @@ class Subagents:
         model: Model | None = None,
         environ: Mapping[str, str] | None = None,
         tracer_provider: Any = None,
+        catalog_prescan: CatalogPrescan | None = None,
     ):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
@@ -250,6 +253,7 @@ class Subagents:
         )
         self._catalog: Catalog | None = None
         self._scan_lock = threading.Lock()
+        self._prescan = catalog_prescan
         self.tasks = TaskManager(
             state_dir=settings.state_dir,
             limits=TaskLimits(
@@ -359,6 +363,9 @@ class Subagents:
 
         An unchanged tree keeps the very same `Catalog` object, so what is derived from it can be cached on it."""
         with self._scan_lock:
+            if self._prescan is not None:  # a first start: another process is parsing the files into the cache
+                self._prescan.wait()
+                self._prescan = None
             catalog = self.loader.load()
             if catalog != self._catalog:
                 self._catalog = catalog
