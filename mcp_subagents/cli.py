@@ -145,6 +145,11 @@ def _main(argv: Sequence[str] | None) -> None:
     logging.basicConfig(
         stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if settings.log_level != "DEBUG":
+        # The HTTP clients log every request at INFO: a line per model round trip is noise in a host's log, and
+        # writing it cost 5 % of the server's CPU with many Tasks at once. Their warnings still show.
+        for name in ("httpx", "httpx2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     if namespace.command == "run" and namespace.log_level is None and "MCP_SUBAGENTS_LOG_LEVEL" not in os.environ:
         logging.getLogger().setLevel(logging.WARNING)  # a person reads the status line, not request logs
     match namespace.command:

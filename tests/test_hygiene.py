@@ -68,6 +68,20 @@ async def test_only_protocol_reaches_stdout_and_no_secret_reaches_any_output(tmp
     assert "DEBUG" in stderr_path.read_text(encoding="utf-8")  # the logs really were verbose
 
 
+@pytest.mark.parametrize("level", ["INFO", "DEBUG"])
+async def test_model_requests_are_logged_only_at_debug_level(tmp_path: Path, fake: FakeLLM, level: str) -> None:
+    fake.push(turn(text("done")))
+    stderr_path = tmp_path / "stderr.log"
+    environ = {**environment(tmp_path, fake), "MCP_SUBAGENTS_LOG_LEVEL": level}
+    with stderr_path.open("wb") as stderr, anyio.fail_after(60):
+        server = await RawStdioServer.start(environ, stderr=stderr.fileno())
+        answer = await server.call_tool("Task", TASK)
+        await server.close()
+    assert "done" in answer
+    logged = stderr_path.read_text(encoding="utf-8")
+    assert ("HTTP Request: POST" in logged) == (level == "DEBUG"), logged
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
