@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -35,13 +36,15 @@ Entries: TypeAlias = dict[Key, tuple[Signature, Outcome]]
 
 @cache
 def parser_digest() -> str:
-    """What the cache is valid for: the code that turns a file into a definition, and the YAML library."""
-    import yaml
-
+    """What the cache is valid for: the code that turns a file into a definition, and the YAML library (whose
+    `__init__.py` names its version: read, not imported, so a start that parses nothing does not import it)."""
     package = Path(__file__).resolve().parent
     models = package.parent / "models"
     sources = [*sorted(package.glob("*.py")), models / "resolve.py", models / "base.py"]
-    digest = hashlib.blake2b(yaml.__version__.encode(), digest_size=16)
+    yaml_spec = importlib.util.find_spec("yaml")
+    if yaml_spec is not None and yaml_spec.origin is not None:
+        sources.append(Path(yaml_spec.origin))
+    digest = hashlib.blake2b(digest_size=16)
     for source in sources:
         try:
             digest.update(source.read_bytes())

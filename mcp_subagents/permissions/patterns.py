@@ -7,12 +7,12 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-import pathspec
-from pathspec.patterns.gitignore import GitIgnorePatternError
-from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
+if TYPE_CHECKING:
+    import pathspec
+    from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
 
 Anchor: TypeAlias = Literal["root", "home", "project", "cwd"]
 
@@ -104,6 +104,9 @@ def compile_path_pattern(source: str) -> PathPattern:
         raise PatternError("negated patterns ('!') are not supported; put the path in another list instead")
     if text.startswith("#"):
         raise PatternError("a path pattern cannot start with '#'")
+    import pathspec  # on first use: the sandbox needs this module's command patterns at start-up, not pathspec
+    from pathspec.patterns.gitignore import GitIgnorePatternError
+
     try:
         with warnings.catch_warnings():
             # Python warns about character classes such as `[[a]` that a future version may read differently.
