@@ -33,6 +33,8 @@ from mcp_subagents.tools.base import ToolContext
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
 NEEDLE = "needle_in_the_tree"
+MANY = "^line [12] of"
+"""Matches two lines of every file: the tree with many matches, where the tools' own work shows."""
 EXTENSIONS = (".py", ".ts", ".md", ".txt", ".json")
 
 
@@ -47,7 +49,7 @@ SMOKE = Plan(files=2_000, runs=2)
 
 
 def make_tree(root: Path, files: int) -> None:
-    """`files` small files in folders of 100, two levels deep; one file in 40 holds the needle."""
+    """`files` small files in folders of 100, two levels deep; one file in 40 holds the needle, every file MANY."""
     chooser = random.Random(15)
     for number in range(files):
         folder = root / f"pkg{number // 1000:02d}" / f"mod{number // 100 % 10}"
@@ -131,10 +133,35 @@ async def main(plan: Plan) -> None:
                 tool("Grep", {"pattern": NEEDLE, "output_mode": "content", "head_limit": 0}, ctx),
                 ("-n", NEEDLE),
             ),
+            (
+                "many: Grep files_with_matches / rg -l",
+                tool("Grep", {"pattern": MANY, "head_limit": 0}, ctx),
+                ("-l", MANY),
+            ),
+            (
+                "many: Grep count / rg -c",
+                tool("Grep", {"pattern": MANY, "output_mode": "count", "head_limit": 0}, ctx),
+                ("-c", MANY),
+            ),
+            (
+                "many: Grep content / rg -n",
+                tool("Grep", {"pattern": MANY, "output_mode": "content", "head_limit": 0}, ctx),
+                ("-n", MANY),
+            ),
+            (
+                "many: Grep content -C 2 / rg -n -C 2",
+                tool("Grep", {"pattern": MANY, "output_mode": "content", "-C": 2, "head_limit": 0}, ctx),
+                ("-n", "-C", "2", MANY),
+            ),
+            (
+                "many: Grep content, default head_limit / rg -n",
+                tool("Grep", {"pattern": MANY, "output_mode": "content"}, ctx),
+                ("-n", MANY),
+            ),
         ]
         print(f"{plan.files} files; the tools without a sandbox; median of {plan.runs}, alternating")
         for label, ours, flags in rows:
-            print(f"{label:<40} ratio {await ratio(ours, rg(*flags, cwd=root), plan.runs)}")
+            print(f"{label:<48} ratio {await ratio(ours, rg(*flags, cwd=root), plan.runs)}")
         small, big = Path(tmp) / "small.log", Path(tmp) / "big.log"
         make_big_file(small, 1024 * 1024)
         make_big_file(big, 50 * 1024 * 1024 if plan is FULL else 10 * 1024 * 1024)
@@ -142,7 +169,7 @@ async def main(plan: Plan) -> None:
         read_big = tool("Read", {"file_path": str(big), "limit": 2000}, ctx)
         read_small = tool("Read", {"file_path": str(small), "limit": 2000}, ctx)
         size = big.stat().st_size // (1024 * 1024)
-        print(f"{f'Read 2000 lines of {size} MB / of 1 MB':<40} ratio {await ratio(read_big, read_small, plan.runs)}")
+        print(f"{f'Read 2000 lines of {size} MB / of 1 MB':<48} ratio {await ratio(read_big, read_small, plan.runs)}")
 
 
 if __name__ == "__main__":

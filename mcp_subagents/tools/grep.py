@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -11,14 +13,15 @@ from pydantic import Field
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput, tool_threads
-from .paths import is_hard_linked
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
     SKIP_GIT_DIRECTORY,
     WALK_OPTIONS,
-    newest_first,
+    RipgrepOutput,
+    has_other_links,
     run_ripgrep,
     search_root,
+    stat_facts,
 )
 
 GREP_DEFAULT_HEAD_LIMIT = 250
@@ -118,31 +121,19 @@ use multiline: true.
 
 
 async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
-    target = search_root(ctx, args.path)
-    arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", str(target)]
+    target = _Target.of(search_root(ctx, args.path), ctx.cwd)
+    arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", target.argument]
     completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    records = _split_records(completed.stdout.decode("utf-8", errors="surrogateescape"), args.output_mode)
-    if completed.stdout_overflowed and records:
-        records.pop()  # possibly cut in the middle
-    if completed.returncode not in (0, 1) and not records:
-        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
-    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records, limiter=tool_threads())
-    records = await anyio.to_thread.run_sync(_shown_records, ctx, records, limiter=tool_threads())
-    if args.output_mode == "files_with_matches":
-        paths = await anyio.to_thread.run_sync(
-            newest_first, [Path(path) for path, _ in records if path is not None], limiter=tool_threads()
-        )
-        lines = [str(path) for path in paths]
-    else:
-        lines = _join_records(records, line_numbers=args.line_numbers)
-    if not lines:
+    results = await anyio.to_thread.run_sync(partial(_results, ctx, args, completed, target), limiter=tool_threads())
+    if not results.records:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    text = _render_grep(args, lines)
-    if skipped:
+    text = _render_grep(args, results.records)
+    if results.skipped:
         text += (
-            f"\n({len(skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the allowed area.)"
+            f"\n({len(results.skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the "
+            "allowed area.)"
         )
     if completed.stdout_overflowed:
         text += f"\n(ripgrep printed more than {MAX_RIPGREP_OUTPUT_BYTES // (1024 * 1024)} MiB; the rest was dropped.)"
@@ -151,69 +142,140 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The path rg searches, given relative to the working directory when it is inside: rg walks a tree given by
+    an absolute path measurably slower. Results are turned back into the absolute paths the tool shows."""
+
+    argument: str
+    cut: str
+    """What rg puts in front of every path that `prefix` replaces."""
+    prefix: str
+
+    @classmethod
+    def of(cls, target: Path, cwd: Path) -> _Target:
+        prefix = f"{str(cwd).rstrip('/')}/"
+        if target == cwd:
+            return cls(".", "./", prefix)
+        if target.is_relative_to(cwd):
+            return cls(str(target.relative_to(cwd)), "", prefix)
+        return cls(str(target), "", "")
+
+    def absolute(self, path: str) -> str:
+        if not self.prefix or not path.startswith(self.cut):
+            return path
+        return f"{self.prefix}{path[len(self.cut) :]}"
+
+
 _Record = tuple[str | None, str]
 """(file path, the rest of the line); no path for rg's `--` context separators."""
 
 
-def _split_records(output: str, mode: OutputMode) -> list[_Record]:
-    """Parse `--null` output, where every file path is followed by a NUL byte, so paths are exact."""
-    if mode == "files_with_matches":
-        return [(path, "") for path in output.split("\0") if path.strip("\n")]
-    records: list[_Record] = []
+@dataclass(slots=True)
+class _Results:
+    records: list[_Record]
+    """In the order shown: files newest first (files_with_matches), else by path as `rg --sort path` orders them."""
+    skipped: set[str]
+    """The hard-linked files left out."""
+
+
+@dataclass(slots=True)
+class _FileBlock:
+    """One file's lines of rg's output: rg writes each file's lines together, even when it searches in parallel."""
+
+    path: str
+    records: list[_Record]
+
+
+def _results(ctx: ToolContext, args: GrepInput, completed: RipgrepOutput, target: _Target) -> _Results:
+    """rg's output parsed, without hard-linked files and files a Read deny rule covers, in the order shown. Runs in a
+    worker thread: it stats files.
+
+    Raises:
+        ToolError: rg failed and printed nothing.
+    """
+    output = completed.stdout.decode("utf-8", errors="surrogateescape")
+    if args.output_mode == "files_with_matches":
+        paths = [path for path in output.split("\0") if path.strip("\n")]
+        if completed.stdout_overflowed and paths:
+            paths.pop()  # possibly cut in the middle
+        _raise_if_failed(completed, found=bool(paths))
+        return _newest_files(ctx, [target.absolute(path) for path in paths])
+    if completed.stdout_overflowed:
+        output = output[: output.rfind("\n", 0, len(output) - 1) + 1]  # the last line was possibly cut
+    blocks, file_separator = _file_blocks(output, target)
+    _raise_if_failed(completed, found=bool(blocks))
+    skipped = {block.path for block in blocks if has_other_links(block.path)}
+    kept = [block for block in blocks if block.path not in skipped and ctx.shows(block.path)]
+    # Sorted here rather than by rg's --sort path, which would make rg search with one thread.
+    kept.sort(key=_path_order)
+    ordered: list[_Record] = []
+    for block in kept:
+        if ordered and file_separator is not None:
+            ordered.append(file_separator)
+        ordered += block.records
+    return _Results(ordered, skipped)
+
+
+def _raise_if_failed(completed: RipgrepOutput, *, found: bool) -> None:
+    if completed.returncode not in (0, 1) and not found:
+        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
+
+
+def _newest_files(ctx: ToolContext, paths: list[str]) -> _Results:
+    """With one stat per file: hard-linked files left out, the others newest first."""
+    skipped: set[str] = set()
+    dated: list[tuple[int, str]] = []
+    for path in paths:
+        facts = stat_facts(path)
+        if facts.hard_linked:
+            skipped.add(path)
+        elif ctx.shows(path):
+            dated.append((-facts.mtime_ns, path))
+    dated.sort()
+    return _Results([(path, "") for _, path in dated], skipped)
+
+
+def _path_order(block: _FileBlock) -> bytes:
+    """The order of `rg --sort path`: by the bytes of each component in turn ("a/b" before "a.txt")."""
+    return block.path.encode("utf-8", "surrogateescape").replace(b"/", b"\0")
+
+
+def _file_blocks(output: str, target: _Target) -> tuple[list[_FileBlock], _Record | None]:
+    """`--null` output (every path followed by a NUL byte, so paths are exact) grouped by file, and the separator rg
+    printed between files (with context lines), if any."""
+    blocks: list[_FileBlock] = []
+    file_separator: _Record | None = None
+    separators: list[_Record] = []
+    printed_path: str | None = None
     for line in output.split("\n"):
         path, nul, rest = line.partition("\0")
-        if nul:
-            records.append((path, rest))
-        elif line:
-            records.append((None, line))
-    return records
-
-
-def _without_hard_links(records: list[_Record]) -> tuple[list[_Record], set[str]]:
-    """Drop results from files with more than one link: the other link may be outside the allowed area."""
-    skipped: set[str] = set()
-    checked: dict[str, bool] = {}
-    kept: list[_Record] = []
-    for path, rest in records:
-        if path is not None:
-            if path not in checked:
-                checked[path] = is_hard_linked(Path(path))
-            if checked[path]:
-                skipped.add(path)
-                continue
-        kept.append((path, rest))
-    return _tidy_separators(kept), skipped
-
-
-def _shown_records(ctx: ToolContext, records: list[_Record]) -> list[_Record]:
-    """Without the lines of files a Read deny rule covers."""
-    return _tidy_separators([record for record in records if record[0] is None or ctx.shows(record[0])])
-
-
-def _tidy_separators(records: list[_Record]) -> list[_Record]:
-    tidy: list[_Record] = []
-    for record in records:
-        if record[0] is None and (not tidy or tidy[-1][0] is None):
+        if not nul:
+            if line and blocks:
+                separators.append((None, line))
             continue
-        tidy.append(record)
-    while tidy and tidy[-1][0] is None:
-        tidy.pop()
-    return tidy
+        if path != printed_path:
+            printed_path = path
+            if separators:
+                file_separator = separators[-1]
+            blocks.append(_FileBlock(target.absolute(path), []))
+        else:
+            blocks[-1].records += separators
+        separators.clear()
+        blocks[-1].records.append((blocks[-1].path, rest))
+    return blocks, file_separator
 
 
 _CONTEXT_LINE = re.compile(r"^\d+-")
 
 
-def _join_records(records: list[_Record], *, line_numbers: bool) -> list[str]:
+def _joined(record: _Record, *, line_numbers: bool) -> str:
     """Back to rg's usual `path:line` form (`path-line` for context lines when numbered)."""
-    lines: list[str] = []
-    for path, rest in records:
-        if path is None:
-            lines.append(rest)
-        else:
-            separator = "-" if line_numbers and _CONTEXT_LINE.match(rest) else ":"
-            lines.append(f"{path}{separator}{rest}")
-    return lines
+    path, rest = record
+    if path is None:
+        return rest
+    separator = "-" if line_numbers and _CONTEXT_LINE.match(rest) else ":"
+    return f"{path}{separator}{rest}"
 
 
 def _grep_options(args: GrepInput) -> list[str]:
@@ -228,7 +290,6 @@ def _grep_options(args: GrepInput) -> list[str]:
         options += ["--glob", glob]
     if args.output_mode == "files_with_matches":
         return [*options, "--files-with-matches"]
-    options += ["--sort", "path"]
     if args.output_mode == "count":
         return [*options, "--count", "--with-filename"]
     options += ["--no-heading", "--with-filename"]
@@ -255,36 +316,31 @@ def _split_globs(raw: str | None) -> list[str]:
     return globs
 
 
-def _render_grep(args: GrepInput, lines: list[str]) -> str:
-    page = lines[args.offset :]
+def _render_grep(args: GrepInput, records: list[_Record]) -> str:
+    total = len(records)
+    page = records[args.offset :]
     if args.head_limit:
         page = page[: args.head_limit]
     if not page:
-        return f"No results at offset {args.offset}: there are only {len(lines)}."
-    body = "\n".join(page)
+        return f"No results at offset {args.offset}: there are only {total}."
     if args.output_mode == "files_with_matches":
-        noun = "file" if len(lines) == 1 else "files"
-        body = f"Found {len(lines)} {noun}\n{body}"
+        noun = "file" if total == 1 else "files"
+        body = f"Found {total} {noun}\n" + "\n".join(path or "" for path, _ in page)
     elif args.output_mode == "count":
-        body += _count_summary(lines)
-    if args.offset == 0 and len(page) == len(lines):
+        body = "\n".join(f"{path}:{rest}" for path, rest in page) + _count_summary(records)
+    else:
+        body = "\n".join(_joined(record, line_numbers=args.line_numbers) for record in page)
+    if args.offset == 0 and len(page) == total:
         return body
     first, last = args.offset + 1, args.offset + len(page)
-    more = f" Use offset={last} to see more." if last < len(lines) else ""
-    return f"{body}\n\n(Showing results {first}-{last} of {len(lines)}.{more})"
+    more = f" Use offset={last} to see more." if last < total else ""
+    return f"{body}\n\n(Showing results {first}-{last} of {total}.{more})"
 
 
-_COUNT_LINE = re.compile(r"^(.*):(\d+)$")
-
-
-def _count_summary(lines: list[str]) -> str:
-    total = 0
-    for line in lines:
-        match = _COUNT_LINE.match(line)
-        if match:
-            total += int(match.group(2))
-    files = "file" if len(lines) == 1 else "files"
-    return f"\n\nFound {total} matching lines across {len(lines)} {files}."
+def _count_summary(records: list[_Record]) -> str:
+    total = sum(int(rest) for path, rest in records if path is not None and rest.isdigit())
+    files = "file" if len(records) == 1 else "files"
+    return f"\n\nFound {total} matching lines across {len(records)} {files}."
 
 
 GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

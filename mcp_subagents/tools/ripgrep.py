@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ def find_ripgrep() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Completed:
+class RipgrepOutput:
     returncode: int
     stdout: bytes
     stderr: bytes
@@ -65,7 +66,7 @@ class _Completed:
         return self.stderr.decode("utf-8", errors="replace").strip()
 
 
-async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> _Completed:
+async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> RipgrepOutput:
     stdout = CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
     stderr = CappedBytes(MAX_RIPGREP_STDERR_BYTES)
     command = Command(argv=[find_ripgrep(), *arguments], cwd=cwd, env=ctx.env, what="ripgrep")
@@ -77,7 +78,7 @@ async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) 
         )
     signal_group(finished.pid, signal.SIGKILL)  # rg starts nothing, but nothing a search starts may outlive it
     returncode = finished.returncode if finished.returncode is not None else -1
-    return _Completed(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
+    return RipgrepOutput(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
 
 
 def search_root(ctx: ToolContext, raw: str | None) -> Path:
@@ -85,6 +86,32 @@ def search_root(ctx: ToolContext, raw: str | None) -> Path:
     if not path.exists():
         raise ToolError(f"Path does not exist: {path}. Current working directory: {ctx.cwd}")
     return path
+
+
+@dataclass(frozen=True, slots=True)
+class StatFacts:
+    hard_linked: bool
+    """A regular file with more than one name (see `has_other_links`)."""
+    mtime_ns: int
+    """0 when the file cannot be stat'ed (it is then listed last)."""
+
+
+def stat_facts(path: str) -> StatFacts:
+    """What the search tools need of a file, from one stat."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return StatFacts(hard_linked=False, mtime_ns=0)
+    return StatFacts(hard_linked=info.st_nlink > 1 and stat.S_ISREG(info.st_mode), mtime_ns=info.st_mtime_ns)
+
+
+def has_other_links(path: str) -> bool:
+    """A regular file with more than one name: its other names may be outside the allowed roots."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return info.st_nlink > 1 and stat.S_ISREG(info.st_mode)
 
 
 def _mtime_ns(path: Path) -> int:

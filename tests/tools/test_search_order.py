@@ -1,0 +1,158 @@
+"""The orders, caps and filters of Grep and Glob that their fast paths must keep.
+
+Grep sorts content and count results itself (rg's own `--sort path` would search with one thread): the result must
+be exactly what `rg --sort path` prints. Files are listed newest first, hard-linked files are left out, head_limit
+and offset page the same lines, and a Read deny rule hides its files.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
+from mcp_subagents.tools.ripgrep import find_ripgrep
+
+from .conftest import CallTool
+
+pytestmark = pytest.mark.anyio
+
+HIT = "x\nhit one\ny\nz\nw\nv\nhit two\nq\n"
+TRICKY_NAMES = [
+    "a/1.txt",
+    "a/b/2.txt",
+    "a.txt",
+    "a-b.txt",
+    "A.txt",
+    "a0.txt",
+    "b/c/d/deep.txt",
+    "\u00e9t\u00e9.txt",
+    "z.txt",
+    ".hidden/h.txt",
+    "spaced name.txt",
+]
+
+
+def put(root: Path, relative: str | bytes, text: str, *, mtime: int | None = None) -> Path:
+    raw = os.fsencode(root) + b"/" + (relative if isinstance(relative, bytes) else relative.encode())
+    path = Path(os.fsdecode(raw))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
+    return path
+
+
+@pytest.fixture
+def tricky(workdir: Path) -> Path:
+    for number, name in enumerate(TRICKY_NAMES):
+        put(workdir, name, HIT, mtime=1_000 + number)
+    put(workdir, b"caf\xe9.txt", HIT, mtime=900)  # not UTF-8
+    put(workdir, "nothing.txt", "no match here\n")
+    return workdir
+
+
+def rg_sorted(root: Path, *options: str) -> str:
+    """What rg prints for the same search with its own `--sort path`, in rg's usual `path:line` form."""
+    argv = [find_ripgrep(), "--no-config", "--hidden", "--no-require-git", "--color", "never", "--sort", "path"]
+    argv += ["--no-heading", "--with-filename", *options, "--glob", "!.git", "-e", "hit", "--", str(root)]
+    completed = subprocess.run(argv, capture_output=True, check=True)
+    return completed.stdout.decode("utf-8", errors="surrogateescape").removesuffix("\n")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "rg_options"),
+    [
+        ({"output_mode": "content"}, ("--line-number",)),
+        ({"output_mode": "content", "-C": 1}, ("--line-number", "--context", "1")),
+        ({"output_mode": "content", "-B": 2}, ("--line-number", "--before-context", "2")),
+        ({"output_mode": "content", "-A": 1, "-o": True}, ("--line-number", "--only-matching", "--after-context", "1")),
+        ({"output_mode": "content", "-n": False}, ()),
+    ],
+)
+async def test_grep_content_is_in_rg_path_order(
+    call: CallTool, tricky: Path, arguments: dict[str, Any], rg_options: tuple[str, ...]
+) -> None:
+    result = await call("Grep", {"pattern": "hit", "head_limit": 0, **arguments})
+    assert result == rg_sorted(tricky, *rg_options)
+
+
+async def test_grep_count_is_in_rg_path_order(call: CallTool, tricky: Path) -> None:
+    result = await call("Grep", {"pattern": "hit", "output_mode": "count", "head_limit": 0})
+    listing, summary = result.split("\n\n")
+    assert listing == rg_sorted(tricky, "--count")
+    assert summary == f"Found {2 * (len(TRICKY_NAMES) + 1)} matching lines across {len(TRICKY_NAMES) + 1} files."
+
+
+async def test_grep_pages_the_sorted_lines(call: CallTool, tricky: Path) -> None:
+    everything = rg_sorted(tricky, "--line-number", "--context", "1").split("\n")
+    seen: list[str] = []
+    offset = 0
+    while offset < len(everything):
+        page = await call(
+            "Grep", {"pattern": "hit", "output_mode": "content", "-C": 1, "head_limit": 7, "offset": offset}
+        )
+        body, _, note = page.partition("\n\n(Showing results ")
+        assert note.startswith(f"{offset + 1}-{min(offset + 7, len(everything))} of {len(everything)}.")
+        seen += body.split("\n")
+        offset += 7
+    assert seen == everything
+
+
+async def test_grep_lists_files_newest_first_with_ties_by_path(call: CallTool, workdir: Path) -> None:
+    put(workdir, "old.txt", "hit\n", mtime=1_000)
+    put(workdir, "tie/b.txt", "hit\n", mtime=2_000)
+    put(workdir, "tie/a.txt", "hit\n", mtime=2_000)
+    put(workdir, "new.txt", "hit\n", mtime=3_000)
+    result = await call("Grep", {"pattern": "hit"})
+    assert result.split("\n") == [
+        "Found 4 files",
+        str(workdir / "new.txt"),
+        str(workdir / "tie/a.txt"),
+        str(workdir / "tie/b.txt"),
+        str(workdir / "old.txt"),
+    ]
+    second_page = await call("Grep", {"pattern": "hit", "head_limit": 2, "offset": 2})
+    assert second_page.split("\n")[1:3] == [str(workdir / "tie/b.txt"), str(workdir / "old.txt")]
+    assert "(Showing results 3-4 of 4.)" in second_page
+
+
+async def test_grep_leaves_out_hard_linked_files_between_others(call: CallTool, workdir: Path, outside: Path) -> None:
+    put(workdir, "a.txt", HIT)
+    os.link(outside / "secret.txt", workdir / "b.txt")
+    (outside / "secret.txt").write_text(HIT, encoding="utf-8")
+    put(workdir, "c.txt", HIT)
+    content = await call("Grep", {"pattern": "hit", "output_mode": "content", "-C": 1})
+    assert str(workdir / "b.txt") not in content.split("\n\n")[0]
+    listing, note = content.split("\n(1 hard-linked file(s) skipped")
+    expected = rg_sorted(workdir, "--line-number", "--context", "1", "--glob", "!b.txt")
+    assert listing == expected
+    assert "\n--\n--\n" not in listing
+    for mode in ("files_with_matches", "count"):
+        result = await call("Grep", {"pattern": "hit", "output_mode": mode})
+        assert str(workdir / "b.txt") not in result.split("\n(1 hard-linked")[0]
+        assert "1 hard-linked file(s) skipped" in result
+
+
+async def test_grep_hides_files_a_read_deny_rule_covers_in_every_mode(workdir: Path) -> None:
+    for name in ("a.txt", "secret/b.txt", "c.txt"):
+        put(workdir, name, HIT)
+    hidden = str(workdir / "secret")
+    ctx = ToolContext(
+        cwd=workdir,
+        allowed_roots=(workdir,),
+        env=sanitized_environment(os.environ),
+        readable=lambda path: not path.startswith(hidden),
+    )
+    grep = builtin_tools()["Grep"]
+    for mode, extra in (("files_with_matches", {}), ("count", {}), ("content", {"-C": 1})):
+        result = await grep.run(ctx, grep.validate({"pattern": "hit", "output_mode": mode, **extra}))
+        assert "secret" not in result
+        assert str(workdir / "a.txt") in result
+        assert str(workdir / "c.txt") in result
+    content = await grep.run(ctx, grep.validate({"pattern": "hit", "output_mode": "content", "-C": 1}))
+    assert content == rg_sorted(workdir, "--line-number", "--context", "1", "--glob", "!secret")
