@@ -114,12 +114,9 @@ def has_other_links(path: str) -> bool:
     return info.st_nlink > 1 and stat.S_ISREG(info.st_mode)
 
 
-def _mtime_ns(path: Path) -> int:
+def mtime_ns(path: str) -> int:
+    """0 when the file cannot be stat'ed (it is then listed last)."""
     try:
-        return path.stat().st_mtime_ns
-    except OSError:
+        return os.stat(path).st_mtime_ns
+    except (OSError, ValueError):
         return 0
-
-
-def newest_first(paths: Sequence[Path]) -> list[Path]:
-    return sorted(paths, key=lambda path: (-_mtime_ns(path), str(path)))
