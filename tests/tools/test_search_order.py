@@ -128,7 +128,7 @@ async def test_grep_leaves_out_hard_linked_files_between_others(call: CallTool, 
     put(workdir, "c.txt", HIT)
     content = await call("Grep", {"pattern": "hit", "output_mode": "content", "-C": 1})
     assert str(workdir / "b.txt") not in content.split("\n\n")[0]
-    listing, note = content.split("\n(1 hard-linked file(s) skipped")
+    listing, _ = content.split("\n(1 hard-linked file(s) skipped")
     expected = rg_sorted(workdir, "--line-number", "--context", "1", "--glob", "!b.txt")
     assert listing == expected
     assert "\n--\n--\n" not in listing
@@ -156,3 +156,60 @@ async def test_grep_hides_files_a_read_deny_rule_covers_in_every_mode(workdir: P
         assert str(workdir / "c.txt") in result
     content = await grep.run(ctx, grep.validate({"pattern": "hit", "output_mode": "content", "-C": 1}))
     assert content == rg_sorted(workdir, "--line-number", "--context", "1", "--glob", "!secret")
+
+
+# --- Glob ---------------------------------------------------------------------------------------
+
+
+async def test_glob_keeps_the_100_newest_with_ties_by_path(call: CallTool, workdir: Path) -> None:
+    for number in range(150):
+        put(workdir, f"d{number % 3}/f{number:03}.py", "", mtime=1_000 + number // 2)  # pairs share a time
+    put(workdir, "d0/other.txt", "", mtime=5_000)
+    lines = (await call("Glob", {"pattern": "**/*.py"})).split("\n")
+    expected = sorted(
+        (str(workdir / f"d{number % 3}/f{number:03}.py") for number in range(150)),
+        key=lambda path: (-os.stat(path).st_mtime_ns, path),
+    )
+    assert lines[:100] == expected[:100]
+    assert lines[100] == (
+        "(Results are truncated: showing the 100 most recently modified of 150 matches. "
+        "Use a more specific path or pattern.)"
+    )
+    assert len(lines) == 101
+
+
+async def test_glob_leaves_out_and_does_not_count_files_a_read_deny_rule_covers(workdir: Path) -> None:
+    for number in range(120):
+        put(workdir, f"{'secret' if number % 2 else 'open'}/f{number:03}.py", "", mtime=1_000 + number)
+    hidden = str(workdir / "secret")
+    ctx = ToolContext(
+        cwd=workdir,
+        allowed_roots=(workdir,),
+        env=sanitized_environment(os.environ),
+        readable=lambda path: not path.startswith(hidden),
+    )
+    glob = builtin_tools()["Glob"]
+    result = await glob.run(ctx, glob.validate({"pattern": "**/*.py"}))
+    assert result.split("\n") == [str(workdir / f"open/f{number:03}.py") for number in range(118, -1, -2)]
+
+
+async def test_glob_lists_names_that_are_not_utf8(call: CallTool, workdir: Path) -> None:
+    put(workdir, b"caf\xe9.py", "", mtime=2_000)
+    put(workdir, b"d\xff/x.py", "", mtime=1_000)
+    put(workdir, "plain.txt", "")
+    result = await call("Glob", {"pattern": "**/*.py"})
+    assert result.split("\n") == [
+        os.fsdecode(os.fsencode(workdir) + b"/caf\xe9.py"),
+        os.fsdecode(os.fsencode(workdir) + b"/d\xff/x.py"),
+    ]
+    assert await call("Glob", {"pattern": "caf*"}) == os.fsdecode(os.fsencode(workdir) + b"/caf\xe9.py")
+
+
+async def test_glob_respects_gitignore_even_for_names_its_filter_selects(call: CallTool, workdir: Path) -> None:
+    put(workdir, ".gitignore", "*.log\nbuild/\n!keep.log\n")
+    put(workdir, "a.log", "")
+    put(workdir, "keep.log", "")
+    put(workdir, "build/b.log", "")
+    put(workdir, "build/c.py", "")
+    assert await call("Glob", {"pattern": "**/*.log"}) == str(workdir / "keep.log")
+    assert await call("Glob", {"pattern": "**/c.py"}) == "No files found"
