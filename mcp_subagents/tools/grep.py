@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Literal
 
 import anyio.to_thread
@@ -13,15 +10,14 @@ from pydantic import Field
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput, tool_threads
+from .grep_results import GrepResults, SearchTarget, files_newest_first, lines_by_path
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
     SKIP_GIT_DIRECTORY,
     WALK_OPTIONS,
     RipgrepOutput,
-    has_other_links,
     run_ripgrep,
     search_root,
-    stat_facts,
 )
 
 GREP_DEFAULT_HEAD_LIMIT = 250
@@ -121,15 +117,15 @@ use multiline: true.
 
 
 async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
-    target = _Target.of(search_root(ctx, args.path), ctx.cwd)
+    target = SearchTarget.of(search_root(ctx, args.path), ctx.cwd)
     arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", target.argument]
     completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
     results = await anyio.to_thread.run_sync(partial(_results, ctx, args, completed, target), limiter=tool_threads())
-    if not results.records:
+    if not results.blocks:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    text = _render_grep(args, results.records)
+    text = _render_grep(args, results)
     if results.skipped:
         text += (
             f"\n({len(results.skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the "
@@ -142,54 +138,8 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     return text
 
 
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """The path rg searches, given relative to the working directory when it is inside: rg walks a tree given by
-    an absolute path measurably slower. Results are turned back into the absolute paths the tool shows."""
-
-    argument: str
-    cut: str
-    """What rg puts in front of every path that `prefix` replaces."""
-    prefix: str
-
-    @classmethod
-    def of(cls, target: Path, cwd: Path) -> _Target:
-        prefix = f"{str(cwd).rstrip('/')}/"
-        if target == cwd:
-            return cls(".", "./", prefix)
-        if target.is_relative_to(cwd):
-            return cls(str(target.relative_to(cwd)), "", prefix)
-        return cls(str(target), "", "")
-
-    def absolute(self, path: str) -> str:
-        if not self.prefix or not path.startswith(self.cut):
-            return path
-        return f"{self.prefix}{path[len(self.cut) :]}"
-
-
-_Record = tuple[str | None, str]
-"""(file path, the rest of the line); no path for rg's `--` context separators."""
-
-
-@dataclass(slots=True)
-class _Results:
-    records: list[_Record]
-    """In the order shown: files newest first (files_with_matches), else by path as `rg --sort path` orders them."""
-    skipped: set[str]
-    """The hard-linked files left out."""
-
-
-@dataclass(slots=True)
-class _FileBlock:
-    """One file's lines of rg's output: rg writes each file's lines together, even when it searches in parallel."""
-
-    path: str
-    records: list[_Record]
-
-
-def _results(ctx: ToolContext, args: GrepInput, completed: RipgrepOutput, target: _Target) -> _Results:
-    """rg's output parsed, without hard-linked files and files a Read deny rule covers, in the order shown. Runs in a
-    worker thread: it stats files.
+def _results(ctx: ToolContext, args: GrepInput, completed: RipgrepOutput, target: SearchTarget) -> GrepResults:
+    """Runs in a worker thread: it stats files.
 
     Raises:
         ToolError: rg failed and printed nothing.
@@ -200,21 +150,11 @@ def _results(ctx: ToolContext, args: GrepInput, completed: RipgrepOutput, target
         if completed.stdout_overflowed and paths:
             paths.pop()  # possibly cut in the middle
         _raise_if_failed(completed, found=bool(paths))
-        return _newest_files(ctx, [target.absolute(path) for path in paths])
+        return files_newest_first(ctx, [target.absolute(path) for path in paths])
     if completed.stdout_overflowed:
         output = output[: output.rfind("\n", 0, len(output) - 1) + 1]  # the last line was possibly cut
-    blocks, file_separator = _file_blocks(output, target)
-    _raise_if_failed(completed, found=bool(blocks))
-    skipped = {block.path for block in blocks if has_other_links(block.path)}
-    kept = [block for block in blocks if block.path not in skipped and ctx.shows(block.path)]
-    # Sorted here rather than by rg's --sort path, which would make rg search with one thread.
-    kept.sort(key=_path_order)
-    ordered: list[_Record] = []
-    for block in kept:
-        if ordered and file_separator is not None:
-            ordered.append(file_separator)
-        ordered += block.records
-    return _Results(ordered, skipped)
+    _raise_if_failed(completed, found=bool(output))
+    return lines_by_path(ctx, output, target, context_lines=_asks_for_context(args))
 
 
 def _raise_if_failed(completed: RipgrepOutput, *, found: bool) -> None:
@@ -222,60 +162,9 @@ def _raise_if_failed(completed: RipgrepOutput, *, found: bool) -> None:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
 
 
-def _newest_files(ctx: ToolContext, paths: list[str]) -> _Results:
-    """With one stat per file: hard-linked files left out, the others newest first."""
-    skipped: set[str] = set()
-    dated: list[tuple[int, str]] = []
-    for path in paths:
-        facts = stat_facts(path)
-        if facts.hard_linked:
-            skipped.add(path)
-        elif ctx.shows(path):
-            dated.append((-facts.mtime_ns, path))
-    dated.sort()
-    return _Results([(path, "") for _, path in dated], skipped)
-
-
-def _path_order(block: _FileBlock) -> bytes:
-    """The order of `rg --sort path`: by the bytes of each component in turn ("a/b" before "a.txt")."""
-    return block.path.encode("utf-8", "surrogateescape").replace(b"/", b"\0")
-
-
-def _file_blocks(output: str, target: _Target) -> tuple[list[_FileBlock], _Record | None]:
-    """`--null` output (every path followed by a NUL byte, so paths are exact) grouped by file, and the separator rg
-    printed between files (with context lines), if any."""
-    blocks: list[_FileBlock] = []
-    file_separator: _Record | None = None
-    separators: list[_Record] = []
-    printed_path: str | None = None
-    for line in output.split("\n"):
-        path, nul, rest = line.partition("\0")
-        if not nul:
-            if line and blocks:
-                separators.append((None, line))
-            continue
-        if path != printed_path:
-            printed_path = path
-            if separators:
-                file_separator = separators[-1]
-            blocks.append(_FileBlock(target.absolute(path), []))
-        else:
-            blocks[-1].records += separators
-        separators.clear()
-        blocks[-1].records.append((blocks[-1].path, rest))
-    return blocks, file_separator
-
-
-_CONTEXT_LINE = re.compile(r"^\d+-")
-
-
-def _joined(record: _Record, *, line_numbers: bool) -> str:
-    """Back to rg's usual `path:line` form (`path-line` for context lines when numbered)."""
-    path, rest = record
-    if path is None:
-        return rest
-    separator = "-" if line_numbers and _CONTEXT_LINE.match(rest) else ":"
-    return f"{path}{separator}{rest}"
+def _asks_for_context(args: GrepInput) -> bool:
+    around = args.context if args.context is not None else args.around
+    return bool(around) if around is not None else bool(args.before or args.after)
 
 
 def _grep_options(args: GrepInput) -> list[str]:
@@ -316,31 +205,24 @@ def _split_globs(raw: str | None) -> list[str]:
     return globs
 
 
-def _render_grep(args: GrepInput, records: list[_Record]) -> str:
-    total = len(records)
-    page = records[args.offset :]
-    if args.head_limit:
-        page = page[: args.head_limit]
+def _render_grep(args: GrepInput, results: GrepResults) -> str:
+    total = results.total
+    stop = args.offset + args.head_limit if args.head_limit else None
+    page = results.page(args.offset, stop, line_numbers=args.line_numbers)
     if not page:
         return f"No results at offset {args.offset}: there are only {total}."
+    body = "\n".join(page)
     if args.output_mode == "files_with_matches":
         noun = "file" if total == 1 else "files"
-        body = f"Found {total} {noun}\n" + "\n".join(path or "" for path, _ in page)
+        body = f"Found {total} {noun}\n{body}"
     elif args.output_mode == "count":
-        body = "\n".join(f"{path}:{rest}" for path, rest in page) + _count_summary(records)
-    else:
-        body = "\n".join(_joined(record, line_numbers=args.line_numbers) for record in page)
+        files = "file" if total == 1 else "files"
+        body += f"\n\nFound {results.count_total()} matching lines across {total} {files}."
     if args.offset == 0 and len(page) == total:
         return body
     first, last = args.offset + 1, args.offset + len(page)
     more = f" Use offset={last} to see more." if last < total else ""
     return f"{body}\n\n(Showing results {first}-{last} of {total}.{more})"
-
-
-def _count_summary(records: list[_Record]) -> str:
-    total = sum(int(rest) for path, rest in records if path is not None and rest.isdigit())
-    files = "file" if len(records) == 1 else "files"
-    return f"\n\nFound {total} matching lines across {len(records)} {files}."
 
 
 GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

@@ -72,6 +72,14 @@ def rg_sorted(root: Path, *options: str) -> str:
         ({"output_mode": "content", "-B": 2}, ("--line-number", "--before-context", "2")),
         ({"output_mode": "content", "-A": 1, "-o": True}, ("--line-number", "--only-matching", "--after-context", "1")),
         ({"output_mode": "content", "-n": False}, ()),
+        # Without line numbers Grep has always joined context lines with ":" too.
+        ({"output_mode": "content", "-n": False, "-C": 1}, ("--context", "1", "--field-context-separator", ":")),
+        ({"output_mode": "content", "-C": 0}, ("--line-number", "--context", "0")),
+        (
+            {"output_mode": "content", "-A": 0, "-B": 1},
+            ("--line-number", "--before-context", "1", "--after-context", "0"),
+        ),
+        ({"output_mode": "content", "multiline": True, "-A": 1}, ("--line-number", "-U", "--after-context", "1")),
     ],
 )
 async def test_grep_content_is_in_rg_path_order(
