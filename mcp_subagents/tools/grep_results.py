@@ -7,14 +7,16 @@ newest first. Lines are kept per file and only the page asked for is rendered.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
 from .base import ToolContext
-from .ripgrep import has_other_links, stat_facts
+from .ripgrep import has_other_links
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +49,7 @@ class FileBlock:
     """One file's lines of rg's output: rg writes each file's lines together, even when it searches in parallel."""
 
     path: str
-    lines: list[str | None] = field(default_factory=list[str | None])
+    lines: list[str | None] = field(default_factory=lambda: [])
     """What follows the path on each line; None for a separator between groups of context lines."""
 
 
@@ -111,11 +113,14 @@ def files_newest_first(ctx: ToolContext, paths: list[str]) -> GrepResults:
     skipped: set[str] = set()
     dated: list[tuple[int, str]] = []
     for path in paths:
-        facts = stat_facts(path)
-        if facts.hard_linked:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            info = None  # gone since rg saw it: listed last
+        if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
             skipped.add(path)
         elif ctx.shows(path):
-            dated.append((-facts.mtime_ns, path))
+            dated.append((-info.st_mtime_ns if info is not None else 0, path))
     dated.sort()
     return GrepResults([FileBlock(path) for _, path in dated], skipped, files_only=True)
 
@@ -142,19 +147,20 @@ def _file_blocks(output: str, target: SearchTarget) -> tuple[list[FileBlock], st
     printed_path: str | None = None
     lines: list[str | None] = []
     pending = 0  # separators seen since the last line with a path
+    absolute = target.absolute
     for line in output.split("\n"):
         path, nul, rest = line.partition("\0")
         if not nul:
             if line and blocks:
                 separator = line
                 pending += 1
-            continue
-        if path != printed_path:
-            printed_path = path
-            lines = []
-            blocks.append(FileBlock(target.absolute(path), lines))
-        elif pending:
-            lines += [None] * pending
-        pending = 0
-        lines.append(rest)
+        elif path == printed_path:
+            if pending:
+                lines += [None] * pending
+                pending = 0
+            lines.append(rest)
+        else:
+            printed_path, pending = path, 0
+            lines = [rest]
+            blocks.append(FileBlock(absolute(path), lines))
     return blocks, separator

@@ -88,23 +88,6 @@ def search_root(ctx: ToolContext, raw: str | None) -> Path:
     return path
 
 
-@dataclass(frozen=True, slots=True)
-class StatFacts:
-    hard_linked: bool
-    """A regular file with more than one name (see `has_other_links`)."""
-    mtime_ns: int
-    """0 when the file cannot be stat'ed (it is then listed last)."""
-
-
-def stat_facts(path: str) -> StatFacts:
-    """What the search tools need of a file, from one stat."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return StatFacts(hard_linked=False, mtime_ns=0)
-    return StatFacts(hard_linked=info.st_nlink > 1 and stat.S_ISREG(info.st_mode), mtime_ns=info.st_mtime_ns)
-
-
 def has_other_links(path: str) -> bool:
     """A regular file with more than one name: its other names may be outside the allowed roots."""
     try:
