@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ..glob_root import glob_root
 from .base import Tool, ToolContext, ToolInput, tool_threads
 from .glob_match import PathMatcher, ripgrep_name_filter
 from .paths import resolve_path
-from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, mtime_ns, run_ripgrep, search_root
+from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, run_ripgrep, search_root
 
 GLOB_MAX_RESULTS = 100
 
@@ -75,16 +76,19 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
 
 def _shown_newest_first(ctx: ToolContext, root: Path, relative_paths: list[str], pattern: str) -> list[str]:
     """The files matching `pattern`, newest first (ties by path), without those a Read deny rule covers."""
-    matcher = PathMatcher(pattern)
+    match = PathMatcher(pattern).match
     prefix = f"{str(root).rstrip('/')}/"
-    dated: list[tuple[int, str]] = []
-    for relative in relative_paths:
-        if matcher.match(relative):
-            path = prefix + relative
-            if ctx.shows(path):
-                dated.append((-mtime_ns(path), path))
-    dated.sort()
+    paths = [path for path in (prefix + relative for relative in relative_paths if match(relative)) if ctx.shows(path)]
+    dated = sorted(zip(map(_negative_mtime, paths), paths, strict=True))
     return [path for _, path in dated]
+
+
+def _negative_mtime(path: str) -> int:
+    """Newest first, and 0 (last) for a file that cannot be stat'ed."""
+    try:
+        return -os.stat(path).st_mtime_ns
+    except (OSError, ValueError):
+        return 0
 
 
 GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)

@@ -95,11 +95,3 @@ def has_other_links(path: str) -> bool:
     except (OSError, ValueError):
         return False
     return info.st_nlink > 1 and stat.S_ISREG(info.st_mode)
-
-
-def mtime_ns(path: str) -> int:
-    """0 when the file cannot be stat'ed (it is then listed last)."""
-    try:
-        return os.stat(path).st_mtime_ns
-    except (OSError, ValueError):
-        return 0
