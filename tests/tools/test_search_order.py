@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
@@ -221,3 +222,24 @@ async def test_glob_respects_gitignore_even_for_names_its_filter_selects(call: C
     put(workdir, "build/c.py", "")
     assert await call("Glob", {"pattern": "**/*.log"}) == str(workdir / "keep.log")
     assert await call("Glob", {"pattern": "**/c.py"}) == "No files found"
+
+
+@pytest.mark.parametrize("path", [None, "src", "src/util", "src/a.py"])
+@pytest.mark.parametrize("glob", [None, "src/*.py", "/src/*.py", "*.py", "src/**", "!src/util/**", "/g.py", "*.log"])
+async def test_grep_searches_as_when_rg_was_given_the_absolute_path(
+    call: CallTool, workdir: Path, path: str | None, glob: str | None
+) -> None:
+    """rg now gets a path inside the working directory relative to it (it walks that faster): globs anchored to the
+    working directory and .gitignore rules must select the same files as with the absolute path."""
+    put(workdir, ".gitignore", "/build/\n/lib/*.log\nsrc/util/*.tmp\n")
+    for name in ("src/a.py", "src/util/b.py", "src/util/c.tmp", "lib/d.log", "lib/e.py", "build/f.py", "g.py"):
+        put(workdir, name, "hit\n")
+    argv = [find_ripgrep(), "--no-config", "--hidden", "--no-require-git", "--color", "never", "--sort", "path"]
+    argv += ["--count", "--with-filename", *(["--glob", glob] if glob else []), "--glob", "!.git", "-e", "hit"]
+    absolute = await anyio.run_process([*argv, "--", str(workdir / (path or ""))], cwd=workdir, check=False)
+    expected = absolute.stdout.decode().removesuffix("\n")
+    arguments: dict[str, Any] = {"pattern": "hit", "output_mode": "count"}
+    arguments |= {"path": path} if path else {}
+    arguments |= {"glob": glob} if glob else {}
+    result = await call("Grep", arguments)
+    assert result.split("\n\n")[0] == (expected or "No matches found")
