@@ -1,4 +1,4 @@
-"""Running ripgrep, and what the Glob and Grep tools share: walk options, the search root, newest-first order."""
+"""Running ripgrep, and what the Glob and Grep tools share: walk options, the search root, the hard-link check."""
 
 from __future__ import annotations
 
