@@ -183,7 +183,7 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
         return listing
     shown_last = start + len(rendered) - 1
     return (
-        f"{listing}\n\n(Showing lines {start}-{shown_last} {_how_many_in_all(file, last_number)}. "
+        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, last_number)}. "
         f"To read more, call Read with offset={shown_last + 1}.)"
     )
 
@@ -194,9 +194,9 @@ def _how_many_in_all(file: BinaryIO, lines_seen: int) -> str:
     position = file.tell()
     size = os.fstat(file.fileno()).st_size
     if size - position <= MAX_COUNTED_REST_BYTES:
-        return f"of {lines_seen + _count_remaining_lines(file)}"
+        return f" of {lines_seen + _count_remaining_lines(file)}"
     estimate = _two_significant_digits((size - position) * lines_seen / max(position, 1))
-    return f"of a {_size(size)} file, where about {estimate:,} more lines follow"
+    return f"; about {estimate:,} more lines follow in this {_size(size)} file"
 
 
 def _two_significant_digits(value: float) -> int:

@@ -35,7 +35,7 @@ async def test_a_huge_rest_is_estimated_and_the_size_given(call: CallTool, workd
     assert "  2000\t000002000\n" in result
     assert "  2001\t" not in result
     assert result.endswith(
-        "(Showing lines 1-2000 of a 8.0 MiB file, where about 840,000 more lines follow. "
+        "(Showing lines 1-2000; about 840,000 more lines follow in this 8.0 MiB file. "
         "To read more, call Read with offset=2001.)"
     )
     assert f"{lines}" not in result  # not counted
@@ -45,7 +45,7 @@ async def test_the_estimate_follows_the_line_lengths_seen(call: CallTool, workdi
     path = workdir / "wide.log"
     path.write_bytes((b"y" * 999 + b"\n") * (MAX_COUNTED_REST_BYTES // 1000 + 1000))  # 5194 lines of 1000 bytes
     result = await call("Read", {"file_path": str(path), "limit": 5})
-    assert "where about 5,200 more lines follow" in result
+    assert "; about 5,200 more lines follow in this 5.0 MiB file." in result
 
 
 async def test_an_offset_deep_into_a_huge_file_still_continues_truthfully(call: CallTool, workdir: Path) -> None:
