@@ -14,6 +14,7 @@ tools sort newest first, rg does not sort). Wall-time medians, alternating tool 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -177,6 +178,7 @@ async def main(plan: Plan, repeats: int) -> None:
         read_small = tool("Read", {"file_path": str(small), "limit": 2000}, files_ctx)
         read_label = f"Read 2000 lines of {big.stat().st_size // (1024 * 1024)} MB / of 1 MB"
         figures: dict[str, list[float]] = {}
+        gc.freeze()  # as the server does after start-up: what was built so far stays out of full collections
         for round_number in range(1, repeats + 1):
             print(f"{plan.files} files; the tools without a sandbox; median of {plan.runs}, alternating", end="")
             print(f"; round {round_number} of {repeats}" if repeats > 1 else "")
