@@ -1,10 +1,12 @@
 """The search tools against ripgrep on a 20k-file tree, and Read's first 2000 lines of a 50 MB file against a 1 MB one,
 each figure measured in this one run. (The harness for the search figures' own round: today's figures only.)
 
-    python bench/search.py            # 20,000 files, 7 runs each
-    python bench/search.py --smoke    # 2,000 files, 2 runs each (CI)
+    python bench/search.py              # 20,000 files, 9 runs each
+    python bench/search.py --repeat 3   # the same three times, then each ratio's median and spread
+    python bench/search.py --smoke      # 2,000 files, 2 runs each (CI)
 
-The tools run as a subagent runs them (`Tool.validate` then `Tool.run` with a ToolContext on the tree), without a
+The tree also holds a pattern with many matches (two lines of every file), where the tools' own work shows. The
+tools run as a subagent runs them (`Tool.validate` then `Tool.run` with a ToolContext on the tree), without a
 sandbox; `rg` runs as a plain subprocess with the flags that give the same files or lines (not the same order: the
 tools sort newest first, rg does not sort). Wall-time medians, alternating tool and rg.
 """
@@ -12,6 +14,7 @@ tools sort newest first, rg does not sort). Wall-time medians, alternating tool 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import statistics
@@ -33,6 +36,8 @@ from mcp_subagents.tools.base import ToolContext
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
 NEEDLE = "needle_in_the_tree"
+MANY = "^line [12] of"
+"""Matches two lines of every file: the tree with many matches, where the tools' own work shows."""
 EXTENSIONS = (".py", ".ts", ".md", ".txt", ".json")
 
 
@@ -42,12 +47,12 @@ class Plan:
     runs: int
 
 
-FULL = Plan(files=20_000, runs=7)
+FULL = Plan(files=20_000, runs=9)
 SMOKE = Plan(files=2_000, runs=2)
 
 
 def make_tree(root: Path, files: int) -> None:
-    """`files` small files in folders of 100, two levels deep; one file in 40 holds the needle."""
+    """`files` small files in folders of 100, two levels deep; one file in 40 holds the needle, every file MANY."""
     chooser = random.Random(15)
     for number in range(files):
         folder = root / f"pkg{number // 1000:02d}" / f"mod{number // 100 % 10}"
@@ -90,7 +95,13 @@ def tool(name: str, arguments: dict[str, Any], ctx: ToolContext) -> Callable[[],
     return run
 
 
-async def ratio(ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitable[Any]], runs: int) -> str:
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    value: float
+    text: str
+
+
+async def ratio(ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitable[Any]], runs: int) -> Ratio:
     await ours()
     await theirs()  # warm the disk cache for both
     a: list[float] = []
@@ -99,13 +110,15 @@ async def ratio(ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitab
         a.append(await timed(ours))
         b.append(await timed(theirs))
     ratios = [x / y for x, y in zip(a, b, strict=True)]
-    return (
-        f"{statistics.median(a) / statistics.median(b):5.2f}   (tool {statistics.median(a) * 1000:.0f} ms, "
-        f"baseline {statistics.median(b) * 1000:.0f} ms; paired ratios {min(ratios):.2f}-{max(ratios):.2f})"
+    value = statistics.median(a) / statistics.median(b)
+    return Ratio(
+        value,
+        f"{value:5.2f}   (tool {statistics.median(a) * 1000:.0f} ms, baseline {statistics.median(b) * 1000:.0f} ms; "
+        f"paired ratios {min(ratios):.2f}-{max(ratios):.2f})",
     )
 
 
-async def main(plan: Plan) -> None:
+async def main(plan: Plan, repeats: int) -> None:
     with tempfile.TemporaryDirectory(prefix="mcp-subagents-search-") as tmp:
         root = Path(tmp) / "tree"
         make_tree(root, plan.files)
@@ -131,21 +144,60 @@ async def main(plan: Plan) -> None:
                 tool("Grep", {"pattern": NEEDLE, "output_mode": "content", "head_limit": 0}, ctx),
                 ("-n", NEEDLE),
             ),
+            (
+                "many: Grep files_with_matches / rg -l",
+                tool("Grep", {"pattern": MANY, "head_limit": 0}, ctx),
+                ("-l", MANY),
+            ),
+            (
+                "many: Grep count / rg -c",
+                tool("Grep", {"pattern": MANY, "output_mode": "count", "head_limit": 0}, ctx),
+                ("-c", MANY),
+            ),
+            (
+                "many: Grep content / rg -n",
+                tool("Grep", {"pattern": MANY, "output_mode": "content", "head_limit": 0}, ctx),
+                ("-n", MANY),
+            ),
+            (
+                "many: Grep content -C 2 / rg -n -C 2",
+                tool("Grep", {"pattern": MANY, "output_mode": "content", "-C": 2, "head_limit": 0}, ctx),
+                ("-n", "-C", "2", MANY),
+            ),
+            (
+                "many: Grep content, default head_limit / rg -n",
+                tool("Grep", {"pattern": MANY, "output_mode": "content"}, ctx),
+                ("-n", MANY),
+            ),
         ]
-        print(f"{plan.files} files; the tools without a sandbox; median of {plan.runs}, alternating")
-        for label, ours, flags in rows:
-            print(f"{label:<40} ratio {await ratio(ours, rg(*flags, cwd=root), plan.runs)}")
         small, big = Path(tmp) / "small.log", Path(tmp) / "big.log"
         make_big_file(small, 1024 * 1024)
         make_big_file(big, 50 * 1024 * 1024 if plan is FULL else 10 * 1024 * 1024)
-        ctx = ToolContext(cwd=Path(tmp), allowed_roots=(Path(tmp),), env=dict(os.environ))
-        read_big = tool("Read", {"file_path": str(big), "limit": 2000}, ctx)
-        read_small = tool("Read", {"file_path": str(small), "limit": 2000}, ctx)
-        size = big.stat().st_size // (1024 * 1024)
-        print(f"{f'Read 2000 lines of {size} MB / of 1 MB':<40} ratio {await ratio(read_big, read_small, plan.runs)}")
+        files_ctx = ToolContext(cwd=Path(tmp), allowed_roots=(Path(tmp),), env=dict(os.environ))
+        read_big = tool("Read", {"file_path": str(big), "limit": 2000}, files_ctx)
+        read_small = tool("Read", {"file_path": str(small), "limit": 2000}, files_ctx)
+        read_label = f"Read 2000 lines of {big.stat().st_size // (1024 * 1024)} MB / of 1 MB"
+        figures: dict[str, list[float]] = {}
+        gc.freeze()  # as the server does after start-up: what was built so far stays out of full collections
+        for round_number in range(1, repeats + 1):
+            print(f"{plan.files} files; the tools without a sandbox; median of {plan.runs}, alternating", end="")
+            print(f"; round {round_number} of {repeats}" if repeats > 1 else "")
+            for label, ours, flags in rows:
+                measured = await ratio(ours, rg(*flags, cwd=root), plan.runs)
+                figures.setdefault(label, []).append(measured.value)
+                print(f"{label:<48} ratio {measured.text}")
+            measured = await ratio(read_big, read_small, plan.runs)
+            figures.setdefault(read_label, []).append(measured.value)
+            print(f"{read_label:<48} ratio {measured.text}")
+        if repeats > 1:
+            print(f"\nover the {repeats} rounds: median (min-max) of the ratios")
+            for label, values in figures.items():
+                print(f"{label:<48} {statistics.median(values):5.2f} ({min(values):.2f}-{max(values):.2f})")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="small counts, for CI")
-    anyio.run(main, SMOKE if parser.parse_args().smoke else FULL)
+    parser.add_argument("--repeat", type=int, default=1, help="measure everything this many times, for the spread")
+    options = parser.parse_args()
+    anyio.run(main, SMOKE if options.smoke else FULL, options.repeat)

@@ -26,6 +26,8 @@ MAX_UNPAGED_BYTES = 256 * 1024
 MAX_OUTPUT_CHARS = 256 * 1024
 """Budget of one Read result; reading stops early and says where to continue."""
 BINARY_SNIFF_BYTES = 8192
+MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
+"""Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""
 SNIPPET_CONTEXT_LINES = 4
 SNIPPET_MAX_LINES = 40
 
@@ -179,12 +181,27 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
     listing = "\n".join(rendered)
     if not stopped_early:
         return listing
-    total = last_number + _count_remaining_lines(file)
     shown_last = start + len(rendered) - 1
     return (
-        f"{listing}\n\n(Showing lines {start}-{shown_last} of {total}. "
+        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, last_number)}. "
         f"To read more, call Read with offset={shown_last + 1}.)"
     )
+
+
+def _how_many_in_all(file: BinaryIO, lines_seen: int) -> str:
+    """How long the file is: its exact line count when the rest is small enough to count cheaply, else its size and
+    an estimate from the lines seen so far (counting the rest of a huge file would cost more than the read)."""
+    position = file.tell()
+    size = os.fstat(file.fileno()).st_size
+    if size - position <= MAX_COUNTED_REST_BYTES:
+        return f" of {lines_seen + _count_remaining_lines(file)}"
+    estimate = _two_significant_digits((size - position) * lines_seen / max(position, 1))
+    return f"; about {estimate:,} more lines follow in this {_size(size)} file"
+
+
+def _two_significant_digits(value: float) -> int:
+    digits = len(str(int(value)))
+    return max(1, int(round(value, 2 - digits)) if digits > 2 else round(value))
 
 
 def _iter_lines(file: BinaryIO) -> Iterator[str]:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio.to_thread
 from pydantic import Field
 
-if TYPE_CHECKING:
-    from wcmatch.glob import WcMatcher
-
 from ..errors import ToolError
-from ..glob_root import glob_flags, glob_root
+from ..glob_root import glob_root
 from .base import Tool, ToolContext, ToolInput, tool_threads
+from .glob_match import PathMatcher, ripgrep_name_filter
 from .paths import resolve_path
-from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, newest_first, run_ripgrep, search_root
+from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, run_ripgrep, search_root
 
 GLOB_MAX_RESULTS = 100
 
@@ -53,15 +51,13 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         return str(root) if root.is_file() else "No files found"
     if not root.is_dir():
         return "No files found"
-    completed = await run_ripgrep(ctx, ["--files", *WALK_OPTIONS, *SKIP_GIT_DIRECTORY], cwd=root)
+    listing = ["--files", *WALK_OPTIONS, *ripgrep_name_filter(rest), *SKIP_GIT_DIRECTORY]
+    completed = await run_ripgrep(ctx, listing, cwd=root)
     if completed.returncode == 2 and not completed.stdout:
         raise ToolError(f"Listing files failed: {completed.error_text()}")
-    matcher = _glob_matcher(rest)
-    candidates = completed.lines()
     matches = await anyio.to_thread.run_sync(
-        partial(_matchingnewest_first, root, candidates, matcher), limiter=tool_threads()
+        partial(_shown_newest_first, ctx, root, completed.lines(), rest), limiter=tool_threads()
     )
-    matches = await anyio.to_thread.run_sync(_shown, ctx, matches, limiter=tool_threads())
     incomplete = (
         "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
         if completed.stdout_overflowed
@@ -69,7 +65,7 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     )
     if not matches:
         return f"No files found{incomplete}"
-    shown = "\n".join(str(path) for path in matches[:GLOB_MAX_RESULTS])
+    shown = "\n".join(matches[:GLOB_MAX_RESULTS])
     if len(matches) <= GLOB_MAX_RESULTS:
         return f"{shown}{incomplete}"
     return (
@@ -78,19 +74,21 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     )
 
 
-def _shown(ctx: ToolContext, paths: list[Path]) -> list[Path]:
-    """Without the files a Read deny rule covers."""
-    return [path for path in paths if ctx.shows(str(path))]
+def _shown_newest_first(ctx: ToolContext, root: Path, relative_paths: list[str], pattern: str) -> list[str]:
+    """The files matching `pattern`, newest first (ties by path), without those a Read deny rule covers."""
+    match = PathMatcher(pattern).match
+    prefix = f"{str(root).rstrip('/')}/"
+    paths = [path for path in (prefix + relative for relative in relative_paths if match(relative)) if ctx.shows(path)]
+    dated = sorted(zip(map(_negative_mtime, paths), paths, strict=True))
+    return [path for _, path in dated]
 
 
-def _glob_matcher(pattern: str) -> WcMatcher[str]:
-    from wcmatch import glob as wcglob
-
-    return wcglob.compile(pattern, flags=glob_flags())
-
-
-def _matchingnewest_first(root: Path, relative_paths: list[str], matcher: WcMatcher[str]) -> list[Path]:
-    return newest_first([root / rel for rel in relative_paths if matcher.match(rel)])
+def _negative_mtime(path: str) -> int:
+    """Newest first, and 0 (last) for a file that cannot be stat'ed."""
+    try:
+        return -os.stat(path).st_mtime_ns
+    except (OSError, ValueError):
+        return 0
 
 
 GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)

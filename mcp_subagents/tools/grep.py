@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
+from functools import partial
 from typing import Literal
 
 import anyio.to_thread
@@ -11,12 +10,12 @@ from pydantic import Field
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput, tool_threads
-from .paths import is_hard_linked
+from .grep_results import GrepResults, SearchTarget, files_newest_first, lines_by_path
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
     SKIP_GIT_DIRECTORY,
     WALK_OPTIONS,
-    newest_first,
+    RipgrepOutput,
     run_ripgrep,
     search_root,
 )
@@ -118,31 +117,19 @@ use multiline: true.
 
 
 async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
-    target = search_root(ctx, args.path)
-    arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", str(target)]
+    target = SearchTarget.of(search_root(ctx, args.path), ctx.cwd)
+    arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", target.argument]
     completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    records = _split_records(completed.stdout.decode("utf-8", errors="surrogateescape"), args.output_mode)
-    if completed.stdout_overflowed and records:
-        records.pop()  # possibly cut in the middle
-    if completed.returncode not in (0, 1) and not records:
-        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
-    records, skipped = await anyio.to_thread.run_sync(_without_hard_links, records, limiter=tool_threads())
-    records = await anyio.to_thread.run_sync(_shown_records, ctx, records, limiter=tool_threads())
-    if args.output_mode == "files_with_matches":
-        paths = await anyio.to_thread.run_sync(
-            newest_first, [Path(path) for path, _ in records if path is not None], limiter=tool_threads()
-        )
-        lines = [str(path) for path in paths]
-    else:
-        lines = _join_records(records, line_numbers=args.line_numbers)
-    if not lines:
+    results = await anyio.to_thread.run_sync(partial(_results, ctx, args, completed, target), limiter=tool_threads())
+    if not results.blocks:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    text = _render_grep(args, lines)
-    if skipped:
+    text = _render_grep(args, results)
+    if results.skipped:
         text += (
-            f"\n({len(skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the allowed area.)"
+            f"\n({len(results.skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the "
+            "allowed area.)"
         )
     if completed.stdout_overflowed:
         text += f"\n(ripgrep printed more than {MAX_RIPGREP_OUTPUT_BYTES // (1024 * 1024)} MiB; the rest was dropped.)"
@@ -151,69 +138,33 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     return text
 
 
-_Record = tuple[str | None, str]
-"""(file path, the rest of the line); no path for rg's `--` context separators."""
+def _results(ctx: ToolContext, args: GrepInput, completed: RipgrepOutput, target: SearchTarget) -> GrepResults:
+    """Runs in a worker thread: it stats files.
+
+    Raises:
+        ToolError: rg failed and printed nothing.
+    """
+    output = completed.stdout.decode("utf-8", errors="surrogateescape")
+    if args.output_mode == "files_with_matches":
+        paths = [path for path in output.split("\0") if path.strip("\n")]
+        if completed.stdout_overflowed and paths:
+            paths.pop()  # possibly cut in the middle
+        _raise_if_failed(completed, found=bool(paths))
+        return files_newest_first(ctx, [target.absolute(path) for path in paths])
+    if completed.stdout_overflowed:
+        output = output[: output.rfind("\n", 0, len(output) - 1) + 1]  # the last line was possibly cut
+    _raise_if_failed(completed, found=bool(output))
+    return lines_by_path(ctx, output, target, context_lines=_asks_for_context(args))
 
 
-def _split_records(output: str, mode: OutputMode) -> list[_Record]:
-    """Parse `--null` output, where every file path is followed by a NUL byte, so paths are exact."""
-    if mode == "files_with_matches":
-        return [(path, "") for path in output.split("\0") if path.strip("\n")]
-    records: list[_Record] = []
-    for line in output.split("\n"):
-        path, nul, rest = line.partition("\0")
-        if nul:
-            records.append((path, rest))
-        elif line:
-            records.append((None, line))
-    return records
+def _raise_if_failed(completed: RipgrepOutput, *, found: bool) -> None:
+    if completed.returncode not in (0, 1) and not found:
+        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
 
 
-def _without_hard_links(records: list[_Record]) -> tuple[list[_Record], set[str]]:
-    """Drop results from files with more than one link: the other link may be outside the allowed area."""
-    skipped: set[str] = set()
-    checked: dict[str, bool] = {}
-    kept: list[_Record] = []
-    for path, rest in records:
-        if path is not None:
-            if path not in checked:
-                checked[path] = is_hard_linked(Path(path))
-            if checked[path]:
-                skipped.add(path)
-                continue
-        kept.append((path, rest))
-    return _tidy_separators(kept), skipped
-
-
-def _shown_records(ctx: ToolContext, records: list[_Record]) -> list[_Record]:
-    """Without the lines of files a Read deny rule covers."""
-    return _tidy_separators([record for record in records if record[0] is None or ctx.shows(record[0])])
-
-
-def _tidy_separators(records: list[_Record]) -> list[_Record]:
-    tidy: list[_Record] = []
-    for record in records:
-        if record[0] is None and (not tidy or tidy[-1][0] is None):
-            continue
-        tidy.append(record)
-    while tidy and tidy[-1][0] is None:
-        tidy.pop()
-    return tidy
-
-
-_CONTEXT_LINE = re.compile(r"^\d+-")
-
-
-def _join_records(records: list[_Record], *, line_numbers: bool) -> list[str]:
-    """Back to rg's usual `path:line` form (`path-line` for context lines when numbered)."""
-    lines: list[str] = []
-    for path, rest in records:
-        if path is None:
-            lines.append(rest)
-        else:
-            separator = "-" if line_numbers and _CONTEXT_LINE.match(rest) else ":"
-            lines.append(f"{path}{separator}{rest}")
-    return lines
+def _asks_for_context(args: GrepInput) -> bool:
+    around = args.context if args.context is not None else args.around
+    return bool(around) if around is not None else bool(args.before or args.after)
 
 
 def _grep_options(args: GrepInput) -> list[str]:
@@ -228,7 +179,6 @@ def _grep_options(args: GrepInput) -> list[str]:
         options += ["--glob", glob]
     if args.output_mode == "files_with_matches":
         return [*options, "--files-with-matches"]
-    options += ["--sort", "path"]
     if args.output_mode == "count":
         return [*options, "--count", "--with-filename"]
     options += ["--no-heading", "--with-filename"]
@@ -255,36 +205,24 @@ def _split_globs(raw: str | None) -> list[str]:
     return globs
 
 
-def _render_grep(args: GrepInput, lines: list[str]) -> str:
-    page = lines[args.offset :]
-    if args.head_limit:
-        page = page[: args.head_limit]
+def _render_grep(args: GrepInput, results: GrepResults) -> str:
+    total = results.total
+    stop = args.offset + args.head_limit if args.head_limit else None
+    page = results.page(args.offset, stop, line_numbers=args.line_numbers)
     if not page:
-        return f"No results at offset {args.offset}: there are only {len(lines)}."
+        return f"No results at offset {args.offset}: there are only {total}."
     body = "\n".join(page)
     if args.output_mode == "files_with_matches":
-        noun = "file" if len(lines) == 1 else "files"
-        body = f"Found {len(lines)} {noun}\n{body}"
+        noun = "file" if total == 1 else "files"
+        body = f"Found {total} {noun}\n{body}"
     elif args.output_mode == "count":
-        body += _count_summary(lines)
-    if args.offset == 0 and len(page) == len(lines):
+        files = "file" if total == 1 else "files"
+        body += f"\n\nFound {results.count_total()} matching lines across {total} {files}."
+    if args.offset == 0 and len(page) == total:
         return body
     first, last = args.offset + 1, args.offset + len(page)
-    more = f" Use offset={last} to see more." if last < len(lines) else ""
-    return f"{body}\n\n(Showing results {first}-{last} of {len(lines)}.{more})"
-
-
-_COUNT_LINE = re.compile(r"^(.*):(\d+)$")
-
-
-def _count_summary(lines: list[str]) -> str:
-    total = 0
-    for line in lines:
-        match = _COUNT_LINE.match(line)
-        if match:
-            total += int(match.group(2))
-    files = "file" if len(lines) == 1 else "files"
-    return f"\n\nFound {total} matching lines across {len(lines)} {files}."
+    more = f" Use offset={last} to see more." if last < total else ""
+    return f"{body}\n\n(Showing results {first}-{last} of {total}.{more})"
 
 
 GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

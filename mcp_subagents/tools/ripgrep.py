@@ -1,10 +1,11 @@
-"""Running ripgrep, and what the Glob and Grep tools share: walk options, the search root, newest-first order."""
+"""Running ripgrep, and what the Glob and Grep tools share: walk options, the search root, the hard-link check."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ def find_ripgrep() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class _Completed:
+class RipgrepOutput:
     returncode: int
     stdout: bytes
     stderr: bytes
@@ -65,7 +66,7 @@ class _Completed:
         return self.stderr.decode("utf-8", errors="replace").strip()
 
 
-async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> _Completed:
+async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> RipgrepOutput:
     stdout = CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
     stderr = CappedBytes(MAX_RIPGREP_STDERR_BYTES)
     command = Command(argv=[find_ripgrep(), *arguments], cwd=cwd, env=ctx.env, what="ripgrep")
@@ -77,7 +78,7 @@ async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) 
         )
     signal_group(finished.pid, signal.SIGKILL)  # rg starts nothing, but nothing a search starts may outlive it
     returncode = finished.returncode if finished.returncode is not None else -1
-    return _Completed(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
+    return RipgrepOutput(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
 
 
 def search_root(ctx: ToolContext, raw: str | None) -> Path:
@@ -87,12 +88,10 @@ def search_root(ctx: ToolContext, raw: str | None) -> Path:
     return path
 
 
-def _mtime_ns(path: Path) -> int:
+def has_other_links(path: str) -> bool:
+    """A regular file with more than one name: its other names may be outside the allowed roots."""
     try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
-def newest_first(paths: Sequence[Path]) -> list[Path]:
-    return sorted(paths, key=lambda path: (-_mtime_ns(path), str(path)))
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return info.st_nlink > 1 and stat.S_ISREG(info.st_mode)

@@ -1,0 +1,151 @@
+"""How Glob matches paths fast, with the rules of wcmatch's glob (`glob_flags`) that it always had.
+
+First rg lists only the files whose name the pattern can possibly match. rg's own `--glob` is not usable for that:
+it has other rules for `*`, `**` and dot files, and a file it matches is listed even when .gitignore ignores it. A
+file *type* (`--type-add`) is different: rg checks it on the file name only and after the ignore files, so a type
+whose globs accept every name the pattern could match lists a superset of the matches that still respects
+.gitignore. Then `PathMatcher` decides exactly, judging each directory once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wcmatch.glob import WcMatcher
+
+from ..glob_root import glob_flags
+
+TYPE_NAME = "mcpsubagentsglob"
+MAX_ALTERNATIVES = 64
+"""Patterns that expand to more brace alternatives than this are matched without a filter."""
+
+# Outside this set a character may mean something to wcmatch or to rg's globs (or to `--type-add`'s `name:glob`).
+_SAFE_PUNCTUATION = frozenset(".-_+=@#%&~ ")
+
+
+def ripgrep_name_filter(pattern: str) -> list[str]:
+    """rg options that list only files whose name the glob `pattern` (relative, braces allowed) can match; empty
+    when no such filter is known, so every file is listed."""
+    if os.name == "nt" or not _case_sensitive():
+        return []  # rg's type globs are case-sensitive; wcmatch would not be
+    names = _name_globs(pattern)
+    if not names:
+        return []
+    options: list[str] = []
+    for name in sorted(names):
+        options += ["--type-add", f"{TYPE_NAME}:{name}"]
+    return [*options, "--type", TYPE_NAME]
+
+
+def _name_globs(pattern: str) -> set[str] | None:
+    """One rg glob per brace alternative that every file name the alternative matches also matches; None when an
+    alternative can match any name."""
+    alternatives = _alternatives(pattern)
+    if alternatives is None:
+        return None
+    globs: set[str] = set()
+    for alternative in alternatives:
+        name_glob = _name_glob(alternative.rsplit("/", 1)[-1])
+        if name_glob is None:
+            return None
+        globs.add(name_glob)
+    return globs or None
+
+
+def _name_glob(segment: str) -> str | None:
+    """`src*.test.ts` -> `src*.test.ts`; `*.py` -> `*.py`; `index.ts` -> `index.ts`: the safe literal start and end
+    of the last path segment around one `*`, or None when neither is there."""
+    prefix = _safe_run(segment)
+    if prefix == segment:
+        return segment or None
+    suffix = _safe_run(segment[::-1])[::-1]
+    if not prefix and not suffix:
+        return None
+    return f"{prefix}*{suffix}"
+
+
+def _safe_run(text: str) -> str:
+    for index, char in enumerate(text):
+        if not (char.isalnum() or char in _SAFE_PUNCTUATION):
+            return text[:index]
+    return text
+
+
+def _case_sensitive() -> bool:
+    from wcmatch import util
+
+    return util.is_case_sensitive()
+
+
+def _alternatives(pattern: str) -> list[str] | None:
+    """The pattern's brace alternatives, as wcmatch expands them; None when there are too many."""
+    import bracex  # imported on first use, like wcmatch
+
+    try:
+        return bracex.expand(pattern, keep_escapes=True, limit=MAX_ALTERNATIVES)
+    except bracex.ExpansionLimitException:
+        return None
+
+
+_ANY_NAME = "x"
+"""Stands for the file name when only a path's directory is matched."""
+
+
+class PathMatcher:
+    """wcmatch's glob match of relative paths, sped up: with the pattern split into its brace alternatives, and each
+    of those into a directory part and a file name part, a directory is matched once for all the files in it and a
+    file name by one regular expression. Patterns that do not split that simply are matched whole by wcmatch."""
+
+    def __init__(self, pattern: str) -> None:
+        from wcmatch import glob as wcglob
+
+        self._whole: WcMatcher[str] = wcglob.compile(pattern, flags=glob_flags())
+        self._parts = _split(pattern)
+        self._directories: dict[str, tuple[re.Pattern[str], ...]] = {}
+
+    def match(self, path: str) -> bool:
+        if self._parts is None:
+            return self._whole.match(path)
+        directory, _, name = path.rpartition("/")
+        name_patterns = self._directories.get(directory)
+        if name_patterns is None:
+            name_patterns = self._directories[directory] = tuple(
+                name_pattern
+                for directory_matcher, name_pattern in self._parts
+                if _directory_matches(directory_matcher, directory)
+            )
+        for name_pattern in name_patterns:
+            if name_pattern.match(name):
+                return True
+        return False
+
+
+_Part = tuple["WcMatcher[str] | None", re.Pattern[str]]
+
+
+def _split(pattern: str) -> list[_Part] | None:
+    from wcmatch import glob as wcglob
+
+    alternatives = _alternatives(pattern)
+    if not alternatives:
+        return None
+    parts: list[_Part] = []
+    for alternative in alternatives:
+        directory, slash, name = alternative.rpartition("/")
+        if not name or "**" in name or "\\" in alternative or "/" in alternative.partition("[")[2]:
+            return None  # a globstar last, an escape or a bracket across a slash: left to wcmatch whole
+        include, exclude = wcglob.translate(name, flags=glob_flags())
+        if len(include) != 1 or exclude:
+            return None
+        directory_matcher = wcglob.compile(f"{directory}/{_ANY_NAME}", flags=glob_flags()) if slash else None
+        parts.append((directory_matcher, re.compile(include[0])))
+    return parts
+
+
+def _directory_matches(matcher: WcMatcher[str] | None, directory: str) -> bool:
+    if matcher is None:
+        return not directory
+    return matcher.match(f"{directory}/{_ANY_NAME}" if directory else _ANY_NAME)

@@ -1,0 +1,59 @@
+"""Read of the start of a long file: what it says about the rest without reading all of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_subagents.tools.files import MAX_COUNTED_REST_BYTES
+
+from .conftest import CallTool
+
+pytestmark = pytest.mark.anyio
+
+LINE_BYTES = 10
+
+
+def numbered_file(path: Path, lines: int) -> Path:
+    """`lines` lines of exactly LINE_BYTES bytes each: the line number, zero-padded."""
+    path.write_bytes(b"".join(b"%09d\n" % n for n in range(1, lines + 1)))
+    return path
+
+
+async def test_a_rest_small_enough_to_count_gives_the_exact_line_count(call: CallTool, workdir: Path) -> None:
+    lines = MAX_COUNTED_REST_BYTES // LINE_BYTES + 1000  # the rest after line 1000 is just under the limit
+    path = numbered_file(workdir / "counted.log", lines)
+    result = await call("Read", {"file_path": str(path), "limit": 1000})
+    assert result.endswith(f"(Showing lines 1-1000 of {lines}. To read more, call Read with offset=1001.)")
+
+
+async def test_a_huge_rest_is_estimated_and_the_size_given(call: CallTool, workdir: Path) -> None:
+    lines = 2 * MAX_COUNTED_REST_BYTES // LINE_BYTES
+    path = numbered_file(workdir / "huge.log", lines)
+    result = await call("Read", {"file_path": str(path), "limit": 2000})
+    assert "  2000\t000002000\n" in result
+    assert "  2001\t" not in result
+    assert result.endswith(
+        "(Showing lines 1-2000; about 840,000 more lines follow in this 8.0 MiB file. "
+        "To read more, call Read with offset=2001.)"
+    )
+    assert f"{lines}" not in result  # not counted
+
+
+async def test_the_estimate_follows_the_line_lengths_seen(call: CallTool, workdir: Path) -> None:
+    path = workdir / "wide.log"
+    path.write_bytes((b"y" * 999 + b"\n") * (MAX_COUNTED_REST_BYTES // 1000 + 1000))  # 5194 lines of 1000 bytes
+    result = await call("Read", {"file_path": str(path), "limit": 5})
+    assert "; about 5,200 more lines follow in this 5.0 MiB file." in result
+
+
+async def test_an_offset_deep_into_a_huge_file_still_continues_truthfully(call: CallTool, workdir: Path) -> None:
+    lines = 2 * MAX_COUNTED_REST_BYTES // LINE_BYTES
+    path = numbered_file(workdir / "huge.log", lines)
+    result = await call("Read", {"file_path": str(path), "offset": lines - 2, "limit": 10})
+    assert result == f"{lines - 2:>6}\t{lines - 2:09d}\n{lines - 1:>6}\t{lines - 1:09d}\n{lines:>6}\t{lines:09d}"
+    tail = await call("Read", {"file_path": str(path), "offset": lines - 20, "limit": 10})
+    assert tail.endswith(
+        f"(Showing lines {lines - 20}-{lines - 11} of {lines}. To read more, call Read with offset={lines - 10}.)"
+    )
