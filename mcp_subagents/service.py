@@ -70,6 +70,8 @@ FIRST_RUN_MODULES = (
     "mcp_subagents.permissions.gate",
     "mcp_subagents.tools.shell",
     "mcp_subagents.project_context",
+    "yaml",  # an agent listed from the catalog cache is parsed when a Task first needs it
+    "pathspec",  # path rules (Read(...), Edit(...)) compile at a run's first permission check
     "httpcore2",  # the provider SDKs' HTTP transport, which their client imports only at its first request
 )
 """What the first Task imports besides the provider SDK and the tools (kept off the start-up path, loaded by the
