@@ -66,6 +66,9 @@ logger = logging.getLogger(__name__)
 FIRST_RUN_MODULES = (
     "jsonschema",
     "mcp_subagents.agent_setup",
+    "mcp_subagents.extensions",  # hooks, per-agent MCP servers, the nested Task tool
+    "mcp_subagents.tools.web_search",
+    "mcp_subagents.sandbox.gate",
     "mcp_subagents.permissions",
     "mcp_subagents.permissions.gate",
     "mcp_subagents.tools.shell",
@@ -432,11 +435,14 @@ class Subagents:
 
     def _build_run_types(self) -> None:
         """What a first run builds lazily: the tools, their schemas and the transcript's message encoder."""
+        from .nesting import NestedTaskInput
         from .outcome import TaskOutcome, encode_outcome
+        from .tools.base import input_schema
         from .transcripts import encode_message
 
         for tool in self.tools.values():
             tool.definition()
+        input_schema(NestedTaskInput)  # the nested Task tool is built per run, on this schema
         encode_message(UserMessage(content=""))
         encode_outcome(TaskOutcome(state="completed"))
 
