@@ -430,6 +430,7 @@ class Subagents:
             await self.model()
             await anyio.to_thread.run_sync(_import_all, FIRST_RUN_MODULES, abandon_on_cancel=True)
             await anyio.to_thread.run_sync(self._build_run_types, abandon_on_cancel=True)
+            logger.debug("ready for the first Task: the provider is built and what a run loads is loaded")
         except Exception:  # the first Task meets the same problem again and reports it
             logger.debug("building the model provider ahead of the first Task failed", exc_info=True)
 

@@ -3,15 +3,19 @@ the host first lists the tools (both protocol eras)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
 
 from mcp_subagents.server import build_server
 
 from .fakes.fake_llm import FakeLLM, text, turn
+from .stdio_raw import RawStdioServer
 from .support import MODES, make_settings, running_app, text_of
 
 pytestmark = pytest.mark.anyio
@@ -64,3 +68,50 @@ async def test_building_the_provider_rehearses_offline_and_leaves_a_working_clie
     close = getattr(model, "aclose", None)
     if close is not None:
         await close()
+
+
+async def test_after_the_warm_up_the_first_task_imports_none_of_our_modules(tmp_path: Path, fake: FakeLLM) -> None:
+    """What the first run would otherwise import on the event loop (our modules, PyYAML for an agent listed from
+    the catalog cache, pathspec for path rules, jsonschema) is imported by the warm-up, in a thread."""
+    (tmp_path / "work").mkdir()
+    environ = {
+        "HOME": str(tmp_path),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "ANTHROPIC_API_KEY": "sk-ant-test-key",
+        "ANTHROPIC_BASE_URL": fake.url,
+        "MCP_SUBAGENTS_CWD": str(tmp_path / "work"),
+        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
+        "MCP_SUBAGENTS_LOG_LEVEL": "DEBUG",
+        "PYTHONPROFILEIMPORTTIME": "1",  # every import is a line on stderr
+    }
+    task = {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}
+    fake.push(turn(text("warm")), turn(text("first")))
+    # A server that started once already, so the agents come from the catalog cache as they usually do.
+    first_start = await RawStdioServer.start(environ)
+    await first_start.request("tools/list", {})
+    assert "warm" in await first_start.call_tool("Task", task)
+    await first_start.close()
+
+    server = await RawStdioServer.start(environ, stderr=subprocess.PIPE)
+    assert server.process.stderr is not None
+    stderr = BufferedByteReceiveStream(server.process.stderr)
+    with anyio.fail_after(60):
+        await server.request("tools/list", {})
+        while b"ready for the first Task" not in await stderr.receive_until(b"\n", 1 << 20):
+            pass
+        async with anyio.create_task_group() as group:
+            lines: list[str] = []
+
+            async def collect() -> None:
+                assert server.process.stderr is not None
+                async for chunk in server.process.stderr:
+                    lines.extend(chunk.decode(errors="replace").splitlines())
+
+            lines.extend(stderr.buffer.decode(errors="replace").splitlines())
+            group.start_soon(collect)
+            answer = await server.call_tool("Task", task)
+            await server.close()
+    assert "first" in answer
+    imported = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
+    ours = [name for name in imported if name.split(".")[0] in ("mcp_subagents", "yaml", "pathspec", "jsonschema")]
+    assert ours == [], f"imported by the first Task: {ours}"
