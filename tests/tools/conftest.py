@@ -47,3 +47,14 @@ def call(ctx: ToolContext) -> CallTool:
         return await tool.run(ctx, tool.validate(arguments))
 
     return run
+
+
+def put(root: Path, relative: str | bytes, text: str = "", *, mtime: int | None = None) -> Path:
+    """A file under `root` (a bytes name may be any bytes) holding `text`, modified at `mtime` seconds."""
+    raw = os.fsencode(root) + b"/" + (relative if isinstance(relative, bytes) else relative.encode())
+    path = Path(os.fsdecode(raw))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
+    return path

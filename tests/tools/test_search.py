@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -9,32 +8,23 @@ import pytest
 from mcp_subagents.errors import ToolError
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
-from .conftest import CallTool
+from .conftest import CallTool, put
 
 pytestmark = pytest.mark.anyio
 
 
-def make(root: Path, relative: str, text: str = "", *, mtime: int | None = None) -> Path:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    if mtime is not None:
-        os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
-    return path
-
-
 @pytest.fixture
 def tree(workdir: Path) -> Path:
-    make(workdir, "main.py", "import app\nprint('hello')\n", mtime=1_000)
-    make(workdir, "src/app.py", "def handler():\n    return 'Hello World'\n", mtime=3_000)
-    make(workdir, "src/util/helpers.py", "def helper():\n    pass\n", mtime=2_000)
-    make(workdir, "src/web/page.ts", "export const hello = 1;\n", mtime=4_000)
-    make(workdir, "docs/readme.md", "# Hello docs\n", mtime=500)
-    make(workdir, ".github/workflows/ci.yml", "name: hello ci\n", mtime=600)
-    make(workdir, ".gitignore", "build/\n*.log\n")
-    make(workdir, "build/out.py", "hello = 'ignored'\n")
-    make(workdir, "debug.log", "hello log\n")
-    make(workdir, ".git/config", "hello = git\n")
+    put(workdir, "main.py", "import app\nprint('hello')\n", mtime=1_000)
+    put(workdir, "src/app.py", "def handler():\n    return 'Hello World'\n", mtime=3_000)
+    put(workdir, "src/util/helpers.py", "def helper():\n    pass\n", mtime=2_000)
+    put(workdir, "src/web/page.ts", "export const hello = 1;\n", mtime=4_000)
+    put(workdir, "docs/readme.md", "# Hello docs\n", mtime=500)
+    put(workdir, ".github/workflows/ci.yml", "name: hello ci\n", mtime=600)
+    put(workdir, ".gitignore", "build/\n*.log\n")
+    put(workdir, "build/out.py", "hello = 'ignored'\n")
+    put(workdir, "debug.log", "hello log\n")
+    put(workdir, ".git/config", "hello = git\n")
     return workdir
 
 
@@ -93,7 +83,7 @@ async def test_glob_says_when_nothing_matches(call: CallTool, tree: Path) -> Non
 
 async def test_glob_caps_results_at_100_with_a_note(call: CallTool, workdir: Path) -> None:
     for n in range(105):
-        make(workdir, f"many/f{n:03}.txt", mtime=10_000 + n)
+        put(workdir, f"many/f{n:03}.txt", mtime=10_000 + n)
     lines = (await call("Glob", {"pattern": "many/*.txt"})).split("\n")
     assert lines[0] == str(workdir / "many/f104.txt")
     assert len([line for line in lines if line.startswith("/")]) == 100
@@ -161,7 +151,7 @@ async def test_grep_content_mode_shows_paths_and_line_numbers(call: CallTool, tr
 
 
 async def test_grep_content_mode_shows_context(call: CallTool, workdir: Path) -> None:
-    make(workdir, "f.txt", "a\nb\nMATCH\nc\nd\n")
+    put(workdir, "f.txt", "a\nb\nMATCH\nc\nd\n")
     path = workdir / "f.txt"
     before = await call("Grep", {"pattern": "MATCH", "output_mode": "content", "-B": 1})
     assert before == f"{path}-2-b\n{path}:3:MATCH"
@@ -173,14 +163,14 @@ async def test_grep_content_mode_shows_context(call: CallTool, workdir: Path) ->
 
 
 async def test_grep_only_matching_prints_the_matched_part(call: CallTool, workdir: Path) -> None:
-    make(workdir, "f.txt", "id=42 name=x\n")
+    put(workdir, "f.txt", "id=42 name=x\n")
     result = await call("Grep", {"pattern": r"id=\d+", "output_mode": "content", "-o": True})
     assert result == f"{workdir / 'f.txt'}:1:id=42"
 
 
 async def test_grep_count_mode_counts_per_file_with_a_total(call: CallTool, workdir: Path) -> None:
-    make(workdir, "a.txt", "x\nx\ny\n")
-    make(workdir, "b.txt", "x\n")
+    put(workdir, "a.txt", "x\nx\ny\n")
+    put(workdir, "b.txt", "x\n")
     result = await call("Grep", {"pattern": "x", "output_mode": "count"})
     assert result.split("\n")[:2] == [f"{workdir / 'a.txt'}:2", f"{workdir / 'b.txt'}:1"]
     assert "Found 3 matching lines across 2 files." in result
@@ -202,13 +192,13 @@ async def test_grep_searches_a_given_file_or_directory(call: CallTool, tree: Pat
 
 
 async def test_grep_multiline_matches_across_lines(call: CallTool, workdir: Path) -> None:
-    make(workdir, "f.py", "def f(\n    x,\n):\n")
+    put(workdir, "f.py", "def f(\n    x,\n):\n")
     assert await call("Grep", {"pattern": r"f\(.*x"}) == "No files found"
     assert await call("Grep", {"pattern": r"f\(.*x", "multiline": True}) == f"Found 1 file\n{workdir / 'f.py'}"
 
 
 async def test_grep_paginates_with_head_limit_and_offset(call: CallTool, workdir: Path) -> None:
-    make(workdir, "f.txt", "".join(f"hit {n}\n" for n in range(1, 11)))
+    put(workdir, "f.txt", "".join(f"hit {n}\n" for n in range(1, 11)))
     path = workdir / "f.txt"
     first = await call("Grep", {"pattern": "hit", "output_mode": "content", "head_limit": 3})
     assert first.split("\n")[:3] == [f"{path}:1:hit 1", f"{path}:2:hit 2", f"{path}:3:hit 3"]
@@ -221,7 +211,7 @@ async def test_grep_paginates_with_head_limit_and_offset(call: CallTool, workdir
 
 
 async def test_grep_defaults_to_250_results(call: CallTool, workdir: Path) -> None:
-    make(workdir, "f.txt", "hit\n" * 300)
+    put(workdir, "f.txt", "hit\n" * 300)
     result = await call("Grep", {"pattern": "hit", "output_mode": "content"})
     assert "Showing results 1-250 of 300" in result
 
@@ -246,12 +236,12 @@ async def test_grep_reports_a_bad_regex(call: CallTool, tree: Path) -> None:
 
 
 async def test_grep_treats_a_leading_dash_as_part_of_the_pattern(call: CallTool, workdir: Path) -> None:
-    make(workdir, "f.txt", "a --verbose flag\n")
+    put(workdir, "f.txt", "a --verbose flag\n")
     assert await call("Grep", {"pattern": "--verbose"}) == f"Found 1 file\n{workdir / 'f.txt'}"
 
 
 async def test_grep_shortens_huge_lines(call: CallTool, workdir: Path) -> None:
-    make(workdir, "min.js", "var a=1;" * 5000 + "needle" + "\n")
+    put(workdir, "min.js", "var a=1;" * 5000 + "needle" + "\n")
     result = await call("Grep", {"pattern": "var", "output_mode": "content"})
     assert len(result) < 1000
 

@@ -18,7 +18,7 @@ import pytest
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
-from .conftest import CallTool
+from .conftest import CallTool, put
 
 pytestmark = pytest.mark.anyio
 
@@ -36,16 +36,6 @@ TRICKY_NAMES = [
     ".hidden/h.txt",
     "spaced name.txt",
 ]
-
-
-def put(root: Path, relative: str | bytes, text: str, *, mtime: int | None = None) -> Path:
-    raw = os.fsencode(root) + b"/" + (relative if isinstance(relative, bytes) else relative.encode())
-    path = Path(os.fsdecode(raw))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    if mtime is not None:
-        os.utime(path, ns=(mtime * 10**9, mtime * 10**9))
-    return path
 
 
 @pytest.fixture
