@@ -19,6 +19,7 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from mcp_subagents.settings import Settings
 from tests.processes import is_running, wait_until_gone
 from tests.support import MODES, connected, make_settings, text_of, write_agent
 
@@ -99,7 +100,9 @@ async def test_tools_selects_a_servers_tools_by_name_or_wildcard_and_rules_check
     assert "called shout" not in log.read_text(encoding="utf-8")
 
 
-async def test_task_stop_leaves_no_server_process_behind(tmp_path: Path) -> None:
+def _spawner(tmp_path: Path) -> tuple[Settings, ScriptedModel, Path]:
+    """An agent whose MCP server starts a sleeper and writes both pids to the returned fifo, then a model that waits
+    forever: the run stays busy until it is stopped."""
     log, fifo = tmp_path / "echo.log", tmp_path / "pids"
     os.mkfifo(fifo)
     never = anyio.Event()
@@ -112,7 +115,11 @@ async def test_task_stop_leaves_no_server_process_behind(tmp_path: Path) -> None
     assert settings.user_agents_dir is not None
     allow_mcp_tools(settings)
     server_agent(settings.user_agents_dir, "spawner", [{"echosrv": echo_server(log)}])
-    model = ScriptedModel([tool_call("mcp__echosrv__spawn", {"fifo": str(fifo)}), hang])
+    return settings, ScriptedModel([tool_call("mcp__echosrv__spawn", {"fifo": str(fifo)}), hang]), fifo
+
+
+async def test_task_stop_leaves_no_server_process_behind(tmp_path: Path) -> None:
+    settings, model, fifo = _spawner(tmp_path)
     async with connected(settings, model=model) as client:
         launched = text_of(await client.call_tool("Task", task("spawner", run_in_background=True)))
         task_id = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
@@ -125,19 +132,7 @@ async def test_task_stop_leaves_no_server_process_behind(tmp_path: Path) -> None
 
 
 async def test_stopping_the_server_stops_the_agents_servers(tmp_path: Path) -> None:
-    log, fifo = tmp_path / "echo.log", tmp_path / "pids"
-    os.mkfifo(fifo)
-    never = anyio.Event()
-
-    async def hang(_request: ModelRequest) -> ModelResponse:
-        await never.wait()
-        raise AssertionError("unreachable")
-
-    settings = make_settings(tmp_path)
-    assert settings.user_agents_dir is not None
-    allow_mcp_tools(settings)
-    server_agent(settings.user_agents_dir, "spawner", [{"echosrv": echo_server(log)}])
-    model = ScriptedModel([tool_call("mcp__echosrv__spawn", {"fifo": str(fifo)}), hang])
+    settings, model, fifo = _spawner(tmp_path)
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", task("spawner", run_in_background=True))
         with anyio.fail_after(30):
