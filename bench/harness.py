@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import ByteSendStream, Process
@@ -28,6 +28,9 @@ PROTOCOL_VERSION = "2025-11-25"
 BENCH_KEY = "sk-bench-key"
 
 Json = dict[str, Any]
+
+if TYPE_CHECKING:
+    from mcp_subagents.service import Subagents
 
 
 class BenchError(Exception):
@@ -60,6 +63,24 @@ async def fake_api(script: str, latency_s: float, *, answer_bytes: int = 0, ligh
 
 
 # ---- the server over stdio ------------------------------------------------------------------------------------------
+
+
+def in_process_app(root: Path, url: str, *, max_concurrent: int, **settings: Any) -> Subagents:
+    """The server's runtime in this process, on `root`, with the Messages API at `url`; Task runs without asking."""
+    from mcp_subagents.service import Subagents
+    from mcp_subagents.settings import Settings
+
+    work = root / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    configured = Settings(
+        cwd=work,
+        state_dir=root / "state",
+        user_agents_dir=root / "none",
+        max_concurrent=max_concurrent,
+        permission_mode="bypassPermissions",
+        **settings,
+    )
+    return Subagents(configured, environ={"ANTHROPIC_API_KEY": BENCH_KEY, "ANTHROPIC_BASE_URL": url})
 
 
 def our_command() -> list[str]:

@@ -27,11 +27,11 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness import in_process_app
 from mcp import Client
 
 from mcp_subagents.server import build_server
 from mcp_subagents.service import Subagents
-from mcp_subagents.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 
 TURNS_PER_TASK = 3
@@ -78,22 +78,13 @@ async def fake_in_child_process(latency_s: float) -> AsyncGenerator[str]:
         await process.stdin.aclose()
 
 
-def make_app(root: Path, url: str, plan: Plan) -> Subagents:
-    work = root / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    settings = Settings(
-        cwd=work,
-        state_dir=root / "state",
-        user_agents_dir=root / "none",
-        max_concurrent=plan.concurrency,
-        permission_mode="bypassPermissions",
-        sandbox="off",  # the Bash command reports its host pid through a fifo in /tmp: the sandbox hides both
-    )
-    return Subagents(settings, environ={"ANTHROPIC_API_KEY": "sk-bench-key", "ANTHROPIC_BASE_URL": url})
-
-
 def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def lifecycle_app(root: Path, url: str, plan: Plan) -> Subagents:
+    # The Bash command reports its host pid through a fifo in /tmp: the sandbox would hide both.
+    return in_process_app(root, url, max_concurrent=plan.concurrency, sandbox="off")
 
 
 async def many_background_tasks(client: Client, plan: Plan) -> tuple[float, int]:
@@ -177,14 +168,14 @@ async def main(plan: Plan) -> None:
         root = Path(tmp)
         async with fake_in_child_process(plan.latency_s) as url:
             baseline = await sdk_baseline(url, plan)
-            app = make_app(root / "many", url, plan)
+            app = lifecycle_app(root / "many", url, plan)
             async with app.running(), Client(build_server(app)) as client:
                 await client.call_tool(
                     "Task", {"description": "warm-up", "prompt": "warm-up", "subagent_type": "general-purpose"}
                 )  # the one-time SDK import
                 wall, correct = await many_background_tasks(client, plan)
         with FakeLLM() as fake:
-            app = make_app(root / "stops", fake.url, plan)
+            app = lifecycle_app(root / "stops", fake.url, plan)
             async with app.running(), Client(build_server(app)) as client:
                 stops = [await stop_to_gone(client, fake, root) for _ in range(plan.stops)]
     ideal = plan.tasks / plan.concurrency * TURNS_PER_TASK * plan.latency_s

@@ -24,15 +24,13 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import BENCH_KEY, ROOT, fake_api
+from harness import ROOT, fake_api, in_process_app
 
 sys.path.insert(0, str(ROOT))
 
 from mcp import Client
 
 from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents
-from mcp_subagents.settings import Settings
 
 FILE_BYTES = 98 * 1024
 
@@ -45,20 +43,6 @@ class Plan:
 
 FULL = Plan(tasks=200, concurrency=10)
 SMOKE = Plan(tasks=30, concurrency=10)
-
-
-def make_app(root: Path, url: str, plan: Plan) -> Subagents:
-    work = root / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    settings = Settings(
-        cwd=work,
-        state_dir=root / "state",
-        user_agents_dir=root / "none",
-        max_concurrent=plan.concurrency,
-        permission_mode="bypassPermissions",
-        watch_interval=0,
-    )
-    return Subagents(settings, environ={"ANTHROPIC_API_KEY": BENCH_KEY, "ANTHROPIC_BASE_URL": url})
 
 
 async def run_tasks(client: Client, target: Path, count: int, first: int, concurrency: int) -> None:
@@ -93,7 +77,7 @@ async def main(plan: Plan, show: bool) -> None:
         line = "memory benchmark line, long enough to look like code or prose in a file.\n"
         target.write_text(line * (FILE_BYTES // len(line)), encoding="utf-8")
         async with fake_api("read", 0.0) as url:
-            app = make_app(root, url, plan)
+            app = in_process_app(root, url, max_concurrent=plan.concurrency, watch_interval=0)
             async with app.running(), Client(build_server(app), mode="legacy") as client:
                 # Warm-up: imports, connections, and the caches that grow to a steady size on the way. Traced
                 # already: an entry a bounded cache replaces later is then counted as freed, and a table that
