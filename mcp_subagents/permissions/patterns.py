@@ -201,13 +201,16 @@ class DomainPattern:
 
     def matches(self, url: str) -> bool:
         host = url_host(url)
-        if host is None:
-            return False
-        if self.host == "*":
-            return True
-        if self.host.startswith("*."):
-            return host.endswith(self.host[1:])
-        return host == self.host
+        return host is not None and host_matches(self.host, host)
+
+
+def host_matches(pattern: str, host: str) -> bool:
+    """Whether `host` is the one `pattern` names: `*` is every host, `*.example.com` its subdomains (not itself)."""
+    if pattern == "*":
+        return True
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern
 
 
 def compile_domain_pattern(source: str) -> DomainPattern:

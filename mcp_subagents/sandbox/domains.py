@@ -6,6 +6,7 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..permissions.patterns import host_matches
 from .config import split_host_port
 
 
@@ -15,13 +16,7 @@ class _Entry:
     port: int | None
 
     def matches(self, host: str, port: int) -> bool:
-        if self.port is not None and self.port != port:
-            return False
-        if self.host == "*":
-            return True
-        if self.host.startswith("*."):
-            return host.endswith(self.host[1:])
-        return host == self.host
+        return (self.port is None or self.port == port) and host_matches(self.host, host)
 
 
 @dataclass(frozen=True, slots=True)
