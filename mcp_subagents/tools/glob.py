@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from functools import partial
-from pathlib import Path
-
-import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
 from ..glob_root import glob_root
-from .base import Tool, ToolContext, ToolInput, tool_threads
-from .glob_match import PathMatcher, ripgrep_name_filter
+from .base import Tool, ToolContext, ToolInput
+from .glob_match import listing_matcher, ripgrep_name_filter
+from .newest_first import NewestFirst
 from .paths import resolve_path
 from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, run_ripgrep, search_root
 
@@ -51,13 +47,13 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         return str(root) if root.is_file() else "No files found"
     if not root.is_dir():
         return "No files found"
-    listing = ["--files", *WALK_OPTIONS, *ripgrep_name_filter(rest), *SKIP_GIT_DIRECTORY]
-    completed = await run_ripgrep(ctx, listing, cwd=root)
-    if completed.returncode == 2 and not completed.stdout:
+    listing = ["--files", "--null", *WALK_OPTIONS, *ripgrep_name_filter(rest), *SKIP_GIT_DIRECTORY]
+    prefix = f"{str(root).rstrip('/')}/"
+    found = NewestFirst(ctx, absolute=prefix.__add__, wanted=listing_matcher(rest))
+    completed = await run_ripgrep(ctx, listing, cwd=root, separator=b"\0", consumer=found)
+    if completed.returncode == 2 and not completed.printed:
         raise ToolError(f"Listing files failed: {completed.error_text()}")
-    matches = await anyio.to_thread.run_sync(
-        partial(_shown_newest_first, ctx, root, completed.lines(), rest), limiter=tool_threads()
-    )
+    matches = found.paths
     incomplete = (
         "\n(The directory holds too many files to list them all, so matches may be missing. Use a narrower path.)"
         if completed.stdout_overflowed
@@ -72,23 +68,6 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         f"{shown}\n(Results are truncated: showing the {GLOB_MAX_RESULTS} most recently modified of "
         f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}"
     )
-
-
-def _shown_newest_first(ctx: ToolContext, root: Path, relative_paths: list[str], pattern: str) -> list[str]:
-    """The files matching `pattern`, newest first (ties by path), without those a Read deny rule covers."""
-    match = PathMatcher(pattern).match
-    prefix = f"{str(root).rstrip('/')}/"
-    paths = [path for path in (prefix + relative for relative in relative_paths if match(relative)) if ctx.shows(path)]
-    dated = sorted(zip(map(_negative_mtime, paths), paths, strict=True))
-    return [path for _, path in dated]
-
-
-def _negative_mtime(path: str) -> int:
-    """Newest first, and 0 (last) for a file that cannot be stat'ed."""
-    try:
-        return -os.stat(path).st_mtime_ns
-    except (OSError, ValueError):
-        return 0
 
 
 GLOB = Tool(name="Glob", description=GLOB_DESCRIPTION, input_model=GlobInput, run=_run_glob, read_only=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,15 +30,51 @@ _SAFE_PUNCTUATION = frozenset(".-_+=@#%&~ ")
 def ripgrep_name_filter(pattern: str) -> list[str]:
     """rg options that list only files whose name the glob `pattern` (relative, braces allowed) can match; empty
     when no such filter is known, so every file is listed."""
-    if os.name == "nt" or not _case_sensitive():
-        return []  # rg's type globs are case-sensitive; wcmatch would not be
-    names = _name_globs(pattern)
+    names = _filter_globs(pattern)
     if not names:
         return []
     options: list[str] = []
     for name in sorted(names):
         options += ["--type-add", f"{TYPE_NAME}:{name}"]
     return [*options, "--type", TYPE_NAME]
+
+
+def listing_matcher(pattern: str) -> Callable[[str], bool]:
+    """Decides which of the paths rg lists with `ripgrep_name_filter(pattern)` match `pattern`.
+
+    When every brace alternative is `**/` and a name the filter checks exactly (`**/*.py`, `**/index.ts`), the
+    filter has already judged the name and only the dot rules remain: `**` enters no directory whose name starts
+    with a dot, and a wildcard matches no name starting with one unless the pattern spells that dot. Else
+    `PathMatcher` judges every path."""
+    alternatives = _alternatives(pattern) if _filter_globs(pattern) else None
+    exact = alternatives is not None and all(_is_exact_name_filter(alternative) for alternative in alternatives)
+    if not exact or alternatives is None:
+        return PathMatcher(pattern).match
+    dotted_names = any(alternative.startswith("**/.") for alternative in alternatives)
+    if dotted_names and not all(alternative.startswith("**/.") for alternative in alternatives):
+        return PathMatcher(pattern).match  # some names may start with a dot and some not: wcmatch decides
+
+    def match(path: str) -> bool:
+        directory, _, name = path.rpartition("/")
+        if directory and (directory.startswith(".") or "/." in directory):
+            return False
+        return name.startswith(".") == dotted_names
+
+    return match
+
+
+def _is_exact_name_filter(alternative: str) -> bool:
+    """`**/NAME` where NAME's filter glob accepts exactly the names NAME matches, dot rules aside."""
+    if not alternative.startswith("**/"):
+        return False
+    name = alternative[3:]
+    return "/" not in name and name.count("*") <= 1 and _name_glob(name) == name
+
+
+def _filter_globs(pattern: str) -> set[str] | None:
+    if os.name == "nt" or not _case_sensitive():
+        return None  # rg's type globs are case-sensitive; wcmatch would not be
+    return _name_globs(pattern)
 
 
 def _name_globs(pattern: str) -> set[str] | None:

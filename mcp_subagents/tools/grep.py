@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Literal
 
 import anyio.to_thread
@@ -10,12 +9,12 @@ from pydantic import Field
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput, tool_threads
-from .grep_results import GrepResults, SearchTarget, files_newest_first, lines_by_path
+from .grep_results import FileBlock, GrepResults, LinesByFile, SearchTarget
+from .newest_first import NewestFirst
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
     SKIP_GIT_DIRECTORY,
     WALK_OPTIONS,
-    RipgrepOutput,
     run_ripgrep,
     search_root,
 )
@@ -119,13 +118,21 @@ use multiline: true.
 async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     target = SearchTarget.of(search_root(ctx, args.path), ctx.cwd)
     arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", target.argument]
-    completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd)
+    if args.output_mode == "files_with_matches":
+        files = NewestFirst(ctx, absolute=target.absolute, skip_hard_links=True)
+        completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\0", consumer=files)
+        results = GrepResults([FileBlock(path) for path in files.paths], files.skipped, files_only=True)
+    else:
+        lines = LinesByFile(ctx, target, context_lines=_asks_for_context(args))
+        completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\n", consumer=lines)
+        results = lines.results
     if completed.returncode == 1:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    results = await anyio.to_thread.run_sync(partial(_results, ctx, args, completed, target), limiter=tool_threads())
+    if completed.returncode not in (0, 1) and not completed.printed:
+        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
     if not results.blocks:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    text = _render_grep(args, results)
+    text = await anyio.to_thread.run_sync(_render_grep, args, results, limiter=tool_threads())
     if results.skipped:
         text += (
             f"\n({len(results.skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the "
@@ -136,30 +143,6 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     if completed.returncode == 2:
         text += f"\n(ripgrep reported errors: {completed.error_text()[:1000]})"
     return text
-
-
-def _results(ctx: ToolContext, args: GrepInput, completed: RipgrepOutput, target: SearchTarget) -> GrepResults:
-    """Runs in a worker thread: it stats files.
-
-    Raises:
-        ToolError: rg failed and printed nothing.
-    """
-    output = completed.stdout.decode("utf-8", errors="surrogateescape")
-    if args.output_mode == "files_with_matches":
-        paths = [path for path in output.split("\0") if path.strip("\n")]
-        if completed.stdout_overflowed and paths:
-            paths.pop()  # possibly cut in the middle
-        _raise_if_failed(completed, found=bool(paths))
-        return files_newest_first(ctx, [target.absolute(path) for path in paths])
-    if completed.stdout_overflowed:
-        output = output[: output.rfind("\n", 0, len(output) - 1) + 1]  # the last line was possibly cut
-    _raise_if_failed(completed, found=bool(output))
-    return lines_by_path(ctx, output, target, context_lines=_asks_for_context(args))
-
-
-def _raise_if_failed(completed: RipgrepOutput, *, found: bool) -> None:
-    if completed.returncode not in (0, 1) and not found:
-        raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
 
 
 def _asks_for_context(args: GrepInput) -> bool:
@@ -208,19 +191,18 @@ def _split_globs(raw: str | None) -> list[str]:
 def _render_grep(args: GrepInput, results: GrepResults) -> str:
     total = results.total
     stop = args.offset + args.head_limit if args.head_limit else None
-    page = results.page(args.offset, stop, line_numbers=args.line_numbers)
-    if not page:
+    body, shown = results.page(args.offset, stop, line_numbers=args.line_numbers)
+    if not shown:
         return f"No results at offset {args.offset}: there are only {total}."
-    body = "\n".join(page)
     if args.output_mode == "files_with_matches":
         noun = "file" if total == 1 else "files"
         body = f"Found {total} {noun}\n{body}"
     elif args.output_mode == "count":
         files = "file" if total == 1 else "files"
         body += f"\n\nFound {results.count_total()} matching lines across {total} {files}."
-    if args.offset == 0 and len(page) == total:
+    if args.offset == 0 and shown == total:
         return body
-    first, last = args.offset + 1, args.offset + len(page)
+    first, last = args.offset + 1, args.offset + shown
     more = f" Use offset={last} to see more." if last < total else ""
     return f"{body}\n\n(Showing results {first}-{last} of {total}.{more})"
 

@@ -7,13 +7,12 @@ newest first. Lines are kept per file and only the page asked for is rendered.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from typing import cast
 
 from .base import ToolContext
 from .ripgrep import has_other_links
@@ -74,22 +73,37 @@ class GrepResults:
         lines = sum(len(block.lines) for block in self.blocks)
         return lines + (len(self.blocks) - 1 if self.separator is not None and self.blocks else 0)
 
-    def page(self, start: int, stop: int | None, *, line_numbers: bool) -> list[str]:
-        """Entries `start` to `stop` (exclusive; None: to the end) as Grep shows them."""
+    def page(self, start: int, stop: int | None, *, line_numbers: bool) -> tuple[str, int]:
+        """Entries `start` to `stop` (exclusive; None: to the end) as Grep shows them, one per line, and how many."""
         if self.files_only:
-            return [block.path for block in self.blocks[start:stop]]
-        return list(islice(self._shown_lines(line_numbers=line_numbers), start, stop))
+            paths = [block.path for block in self.blocks[start:stop]]
+            return "\n".join(paths), len(paths)
+        if self.separator is None and not self.context_lines:
+            return self._match_lines(start, stop)
+        entries = list(islice(self._lines_with_context(self.separator or "", numbered=line_numbers), start, stop))
+        return "\n".join(entries), len(entries)
+
+    def _match_lines(self, start: int, stop: int | None) -> tuple[str, int]:
+        """The usual case, where every line is a match: `path:line`, joined a file at a time."""
+        chunks: list[str] = []
+        position = shown = 0
+        for block in self.blocks:
+            if stop is not None and position >= stop:
+                break
+            end = position + len(block.lines)
+            if end > start:
+                lines = cast("list[str]", block.lines)  # no separators without context
+                if position < start or (stop is not None and end > stop):
+                    lines = lines[max(start - position, 0) : None if stop is None else stop - position]
+                prefix = f"{block.path}:"
+                chunks.append(prefix + f"\n{prefix}".join(lines))
+                shown += len(lines)
+            position = end
+        return "\n".join(chunks), shown
 
     def count_total(self) -> int:
         """The sum of the counts, in count mode."""
         return sum(int(line) for block in self.blocks for line in block.lines if line is not None and line.isdigit())
-
-    def _shown_lines(self, *, line_numbers: bool) -> Iterator[str]:
-        """Every line in rg's usual `path:line` form (`path-line` for context lines when numbered)."""
-        separator = self.separator
-        if separator is None and not self.context_lines:  # the usual case, kept lean: every line is a match
-            return (f"{block.path}:{line}" for block in self.blocks for line in block.lines)
-        return self._lines_with_context(separator or "", numbered=line_numbers and self.context_lines)
 
     def _lines_with_context(self, separator: str, *, numbered: bool) -> Iterator[str]:
         for index, block in enumerate(self.blocks):
@@ -108,59 +122,54 @@ class GrepResults:
 _CONTEXT_LINE = re.compile(r"\d+-")
 
 
-def files_newest_first(ctx: ToolContext, paths: list[str]) -> GrepResults:
-    """With one stat per file: hard-linked files left out, the others newest first (ties by path)."""
-    skipped: set[str] = set()
-    dated: list[tuple[int, str]] = []
-    for path in paths:
-        try:
-            info = os.stat(path)
-        except (OSError, ValueError):
-            info = None  # gone since rg saw it: listed last
-        if info is not None and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
-            skipped.add(path)
-        elif ctx.shows(path):
-            dated.append((-info.st_mtime_ns if info is not None else 0, path))
-    dated.sort()
-    return GrepResults([FileBlock(path) for _, path in dated], skipped, files_only=True)
+class LinesByFile:
+    """Content or count output grouped by file (a RecordConsumer, fed rg's lines as they arrive), without hard-linked
+    files and files a Read deny rule covers, in the order of `rg --sort path` once finished."""
 
+    def __init__(self, ctx: ToolContext, target: SearchTarget, *, context_lines: bool) -> None:
+        self._shows = ctx.shows
+        self._absolute = target.absolute
+        self._context_lines = context_lines
+        self._blocks: list[FileBlock] = []
+        self._skipped: set[str] = set()
+        self._separator: str | None = None
+        self._printed_path: str | None = None
+        self._lines: list[str | None] = []
+        """The lines of the file rg is printing; a list nobody keeps when that file is left out."""
+        self._pending = 0
+        """Separators seen since the last line with a path."""
+        self.results = GrepResults([], set())
+        """Once finished: what to show."""
 
-def lines_by_path(ctx: ToolContext, output: str, target: SearchTarget, *, context_lines: bool) -> GrepResults:
-    """Content or count output grouped by file, without hard-linked files and files a Read deny rule covers, in the
-    order of `rg --sort path`."""
-    blocks, separator = _file_blocks(output, target)
-    skipped = {block.path for block in blocks if has_other_links(block.path)}
-    kept = [block for block in blocks if block.path not in skipped and ctx.shows(block.path)]
-    kept.sort(key=_path_order)
-    return GrepResults(kept, skipped, separator, context_lines=context_lines)
+    def feed(self, records: list[str]) -> None:
+        printed_path, pending = self._printed_path, self._pending
+        lines: list[str | None] = self._lines
+        for line in records:
+            path, nul, rest = line.partition("\0")
+            if not nul:
+                if line and printed_path is not None:
+                    self._separator = line
+                    pending += 1
+            elif path == printed_path:
+                if pending:
+                    lines += [None] * pending
+                    pending = 0
+                lines.append(rest)
+            else:
+                printed_path, pending = path, 0
+                lines = [rest]
+                shown = self._absolute(path)
+                if has_other_links(shown):
+                    self._skipped.add(shown)
+                elif self._shows(shown):
+                    self._blocks.append(FileBlock(shown, lines))
+        self._printed_path, self._lines, self._pending = printed_path, lines, pending
+
+    def finish(self) -> None:
+        self._blocks.sort(key=_path_order)
+        self.results = GrepResults(self._blocks, self._skipped, self._separator, context_lines=self._context_lines)
 
 
 def _path_order(block: FileBlock) -> bytes:
     """The order of `rg --sort path`: by the bytes of each component in turn ("a/b" before "a.txt")."""
     return block.path.encode("utf-8", "surrogateescape").replace(b"/", b"\0")
-
-
-def _file_blocks(output: str, target: SearchTarget) -> tuple[list[FileBlock], str | None]:
-    """The lines of each file, and the separator rg printed between groups of context lines, if any."""
-    blocks: list[FileBlock] = []
-    separator: str | None = None
-    printed_path: str | None = None
-    lines: list[str | None] = []
-    pending = 0  # separators seen since the last line with a path
-    absolute = target.absolute
-    for line in output.split("\n"):
-        path, nul, rest = line.partition("\0")
-        if not nul:
-            if line and blocks:
-                separator = line
-                pending += 1
-        elif path == printed_path:
-            if pending:
-                lines += [None] * pending
-                pending = 0
-            lines.append(rest)
-        else:
-            printed_path, pending = path, 0
-            lines = [rest]
-            blocks.append(FileBlock(absolute(path), lines))
-    return blocks, separator

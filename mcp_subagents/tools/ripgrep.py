@@ -9,13 +9,18 @@ import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+
+import anyio
+import anyio.to_thread
 
 from ..errors import ToolError
 from ..processes import signal_group
-from ._process import CappedBytes, Command, run_captured
-from .base import ToolContext
+from ._process import CappedBytes, Command, Finished, run_captured
+from .base import ToolContext, tool_threads
 from .paths import resolve_path
+from .record_stream import RecordConsumer, RecordStream
 
 RIPGREP_TIMEOUT_SECONDS = 60.0
 MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
@@ -49,28 +54,40 @@ def find_ripgrep() -> str:
 @dataclass(frozen=True, slots=True)
 class RipgrepOutput:
     returncode: int
-    stdout: bytes
     stderr: bytes
+    printed: bool
+    """rg printed something on stdout."""
     stdout_overflowed: bool
-
-    def lines(self) -> list[str]:
-        text = self.stdout.decode("utf-8", errors="surrogateescape")  # file names keep their exact bytes
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if self.stdout_overflowed and lines:
-            lines.pop()  # possibly cut in the middle
-        return lines
+    """rg printed more than MAX_RIPGREP_OUTPUT_BYTES; the rest was dropped."""
 
     def error_text(self) -> str:
         return self.stderr.decode("utf-8", errors="replace").strip()
 
 
-async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) -> RipgrepOutput:
-    stdout = CappedBytes(MAX_RIPGREP_OUTPUT_BYTES)
+async def run_ripgrep(
+    ctx: ToolContext, arguments: Sequence[str], *, cwd: Path, separator: bytes, consumer: RecordConsumer
+) -> RipgrepOutput:
+    """Run rg with `arguments`, feeding its output's records (each ending in `separator`) to `consumer` on a worker
+    thread while rg runs.
+
+    Raises:
+        ToolError: rg could not start or timed out.
+    """
+    stdout = RecordStream(separator, consumer, MAX_RIPGREP_OUTPUT_BYTES)
     stderr = CappedBytes(MAX_RIPGREP_STDERR_BYTES)
     command = Command(argv=[find_ripgrep(), *arguments], cwd=cwd, env=ctx.env, what="ripgrep")
-    finished = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=RIPGREP_TIMEOUT_SECONDS)
+    outcome: Finished | ToolError = ToolError("ripgrep did not run.")
+    async with anyio.create_task_group() as group:
+        group.start_soon(partial(anyio.to_thread.run_sync, stdout.work, limiter=tool_threads()))
+        try:
+            outcome = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=RIPGREP_TIMEOUT_SECONDS)
+        except ToolError as exc:
+            outcome = exc  # raised below: raised inside the task group, it would come out wrapped in a group
+        finally:
+            stdout.close()
+    if isinstance(outcome, ToolError):
+        raise outcome
+    finished = outcome
     if finished.timed_out:
         raise ToolError(
             f"The search timed out after {RIPGREP_TIMEOUT_SECONDS:.0f} s. Search a narrower path, or filter "
@@ -78,7 +95,7 @@ async def run_ripgrep(ctx: ToolContext, arguments: Sequence[str], *, cwd: Path) 
         )
     signal_group(finished.pid, signal.SIGKILL)  # rg starts nothing, but nothing a search starts may outlive it
     returncode = finished.returncode if finished.returncode is not None else -1
-    return RipgrepOutput(returncode, bytes(stdout.data), bytes(stderr.data), stdout.overflowed)
+    return RipgrepOutput(returncode, bytes(stderr.data), stdout.printed, stdout.overflowed)
 
 
 def search_root(ctx: ToolContext, raw: str | None) -> Path:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from wcmatch import glob as wcglob
 
 from mcp_subagents.glob_root import glob_flags
-from mcp_subagents.tools.glob_match import PathMatcher, ripgrep_name_filter
+from mcp_subagents.tools.glob_match import PathMatcher, listing_matcher, ripgrep_name_filter
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool
@@ -53,6 +53,39 @@ def test_the_name_filter_keeps_every_name_the_pattern_matches(pattern: str, cand
         if reference.match(path):
             name = path.rpartition("/")[2]
             assert any(_rg_glob_accepts(glob, name) for glob in name_globs), (pattern, path, name_globs)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=patterns, candidates=st.lists(paths, min_size=1, max_size=12))
+def test_the_listing_matcher_decides_like_wcmatch_on_what_rg_lists(pattern: str, candidates: list[str]) -> None:
+    """Where the name filter alone is trusted (`**/*.py`), the paths it lets through are still decided exactly."""
+    options = ripgrep_name_filter(pattern)
+    name_globs = [option.split(":", 1)[1] for option in options if ":" in option]
+    reference = wcglob.compile(pattern, flags=glob_flags())
+    match = listing_matcher(pattern)
+    for path in candidates:
+        name = path.rpartition("/")[2]
+        if not name_globs or any(_rg_glob_accepts(glob, name) for glob in name_globs):
+            assert match(path) == reference.match(path), (pattern, path)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("**/*.py", "src/app.py", True),
+        ("**/*.py", "app.py", True),
+        ("**/*.py", ".app.py", False),
+        ("**/*.py", ".venv/lib/site.py", False),
+        ("**/*.py", "src/.cache/x.py", False),
+        ("**/.env*", "deploy/.envrc", True),
+        ("**/.env*", ".config/.envrc", False),
+        ("**/*.{ts,tsx}", "web/page.tsx", True),
+    ],
+)
+def test_the_listing_matcher_keeps_the_dot_rules(pattern: str, path: str, matches: bool) -> None:
+    assert ripgrep_name_filter(pattern), "these patterns are filtered by name in rg"
+    assert listing_matcher(pattern)(path) is matches
+    assert bool(wcglob.compile(pattern, flags=glob_flags()).match(path)) is matches
 
 
 def _rg_glob_accepts(glob: str, name: str) -> bool:
