@@ -205,6 +205,26 @@ def harden_server_process() -> None:
     global _subreaper
     _prctl(_PR_SET_DUMPABLE, 0)
     _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    _raise_open_file_limit()
+
+
+OPEN_FILES_WANTED = 4096
+"""A running task holds its two task files open, beside its connections and pipes: with hundreds of tasks at once,
+the common default soft limit of 1024 open files is too low."""
+
+
+def _raise_open_file_limit() -> None:
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = OPEN_FILES_WANTED if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES_WANTED)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (OSError, ValueError):
+        logger.debug("could not raise the open-file limit", exc_info=True)
 
 
 def is_subreaper() -> bool:

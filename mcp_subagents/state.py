@@ -39,10 +39,35 @@ def prepare_state_dir(state_dir: Path, *, keep_days: int) -> None:
         logger.info("removed %d task file(s) older than %d days from %s", removed, keep_days, tasks)
 
 
-def private_file(path: Path) -> None:
-    """Create `path` empty with mode 0600 if it does not exist, so what is then appended to it stays private."""
-    with contextlib.suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
+class AppendFile:
+    """A task file that text is appended to: created with mode 0600 if missing, never opened through a symlink,
+    one write per call (so a crash loses at most the text being written, and readers see whole lines).
+
+    Opened at the first append and kept open until `close`: on a busy server, opening the file for every line cost
+    more than writing it. The descriptor is not inherited by child processes."""
+
+    def __init__(self, path: Path, *, errors: str = "strict") -> None:
+        self.path = path
+        self._errors = errors
+        self._fd: int | None = None
+
+    def append(self, text: str) -> None:
+        """Raises:
+        OSError: the file could not be opened or written."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        data = memoryview(text.encode("utf-8", self._errors))
+        while data:
+            data = data[os.write(self._fd, data) :]
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _tighten(path: Path, mode: int) -> None:

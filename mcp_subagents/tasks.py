@@ -28,7 +28,7 @@ from .principals import LOCAL_PRINCIPAL
 from .processes import ProcessGroups, process_alive
 from .redaction import Redactor
 from .render import budget_warning_text, describe_event, outcome_text
-from .state import private_file
+from .state import AppendFile
 from .task_record import (
     BUDGET_WARNING_SHARE,
     BudgetWarning,
@@ -77,6 +77,8 @@ class TaskManager:
         self._redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
         """Queued and running tasks. A finished task is only on disk (its transcript): memory holds none of it."""
+        self._outputs: dict[str, AppendFile] = {}
+        """The output files of the tasks that have not ended, held open while they run."""
         self._lingering: list[ProcessGroups] = []
         """Processes that completed tasks left running (`cmd &`), killed when the server stops."""
         self._finished: dict[str, FinishedTask] = {}
@@ -230,8 +232,6 @@ class TaskManager:
         )
         if parent is not None:
             parent.children.append(task_id)
-        for path in (record.output_path, record.transcript.path):
-            private_file(path)
         header = TranscriptHeader(
             task_id=task_id,
             agent=agent,
@@ -249,7 +249,8 @@ class TaskManager:
         for message in history:
             record.transcript.message(message)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        record.output_path.write_text(f"[task {task_id}] {agent}: {description}{resumed}\n", encoding="utf-8")
+        self._outputs[task_id] = AppendFile(record.output_path, errors="backslashreplace")
+        self._append_output(record, f"[task {task_id}] {agent}: {description}{resumed}\n")
         if budget is not None and price is None:
             note = f"[budget] {model or 'this model'} has no price, so the budget of ${budget.usd:g} cannot stop it"
             self._append_output(record, note + "\n")
@@ -606,6 +607,9 @@ class TaskManager:
         if outcome.state != "completed":
             record.resources.processes.kill_all()
         self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
+        output = self._outputs.pop(record.id, None)
+        if output is not None:
+            output.close()
         self._write_transcript(record.transcript.finished, outcome)
         if self.observer is not None:
             try:
@@ -630,11 +634,17 @@ class TaskManager:
             logger.warning("could not write a transcript line", exc_info=True)
 
     def _append_output(self, record: TaskRecord, text: str) -> None:
+        output = self._outputs.get(record.id)
+        once = output is None  # a line about a task that has ended: its file is no longer held open
+        if output is None:
+            output = AppendFile(record.output_path, errors="backslashreplace")
         try:
-            with record.output_path.open("a", encoding="utf-8", errors="backslashreplace") as out:
-                out.write(self._redact(text))
+            output.append(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
+        finally:
+            if once:
+                output.close()
 
 
 def _runs_elsewhere(pid: int | None) -> bool:

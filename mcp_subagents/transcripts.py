@@ -23,6 +23,7 @@ from .outcome import FINISHED_STATES, TaskOutcome, decode_outcome, encode_outcom
 from .permissions.asking import Denial
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
+from .state import AppendFile
 
 INTERRUPTED_TOOL_RESULT = "The task was interrupted before this tool call finished; its result is unknown."
 
@@ -72,14 +73,13 @@ class TranscriptWriter:
     def __init__(self, path: Path, redact: Redactor | None = None) -> None:
         self.path = path
         self._redact = redact or Redactor()
+        self._file = AppendFile(path)
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = self._redact(json.dumps(entry, ensure_ascii=False))
         if not _encodable(line):  # a lone surrogate (from a file name or a model): keep it as a \u escape
             line = self._redact(json.dumps(entry))
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(line + "\n")
-            out.flush()
+        self._file.append(line + "\n")
 
     def header(self, header: TranscriptHeader) -> None:
         self._append(
@@ -126,7 +126,11 @@ class TranscriptWriter:
         self._append({"type": "compaction", "reason": reason, "replaced": replaced, "summary": summary})
 
     def finished(self, outcome: TaskOutcome) -> None:
-        self._append({"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)})
+        """The end line, the transcript's last: the file is closed after it."""
+        try:
+            self._append({"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)})
+        finally:
+            self._file.close()
 
 
 def _encodable(text: str) -> bool:

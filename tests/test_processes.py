@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
@@ -10,6 +13,7 @@ import pytest
 from anyio.abc import Process
 
 from mcp_subagents.processes import (
+    OPEN_FILES_WANTED,
     PROCESS_TAG_VARIABLE,
     ProcessGroups,
     descendants,
@@ -63,3 +67,19 @@ async def test_descendants_reach_a_child_in_another_session(tmp_path: Path) -> N
     finally:
         os.kill(child, 9)
         await shell.wait()
+
+
+def test_the_server_raises_a_low_open_file_limit_so_many_tasks_can_hold_their_files(tmp_path: Path) -> None:
+    """Each running task keeps its two task files open: a soft limit of 256 would fail at about a hundred tasks."""
+    script = (
+        "import resource\n"
+        "from mcp_subagents.processes import harden_server_process\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "harden_server_process()\n"
+        "print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    soft, hard = (int(value) for value in done.stdout.split())
+    expected = OPEN_FILES_WANTED if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES_WANTED)
+    assert soft == max(expected, 256)

@@ -7,7 +7,9 @@ import stat
 import time
 from pathlib import Path
 
-from mcp_subagents.state import prepare_state_dir, private_file
+import pytest
+
+from mcp_subagents.state import AppendFile, prepare_state_dir
 
 
 def mode(path: Path) -> int:
@@ -44,14 +46,29 @@ def test_keep_days_zero_keeps_everything(tmp_path: Path) -> None:
     assert old.exists()
 
 
-def test_private_file_creates_0600_and_never_follows_a_symlink(tmp_path: Path) -> None:
+def test_an_append_file_is_created_0600_appends_and_never_follows_a_symlink(tmp_path: Path) -> None:
     path = tmp_path / "task.output"
-    private_file(path)
-    assert mode(path) == 0o600 and path.read_text() == ""
-    path.write_text("kept")
-    private_file(path)
-    assert path.read_text() == "kept"
+    path.write_text("kept\n")
+    path.chmod(0o600)
+    appended = AppendFile(path)
+    appended.append("one\n")
+    appended.append("two\n")
+    assert path.read_text() == "kept\none\ntwo\n"  # readers see every line at once, before any close
+    appended.close()
+    fresh = AppendFile(tmp_path / "new.output")
+    fresh.append("x")
+    fresh.close()
+    assert mode(tmp_path / "new.output") == 0o600
     target = tmp_path / "elsewhere"
     (tmp_path / "link.output").symlink_to(target)
-    private_file(tmp_path / "link.output")
+    with pytest.raises(OSError):
+        AppendFile(tmp_path / "link.output").append("leak")
     assert not target.exists()
+
+
+def test_an_append_file_is_not_inherited_by_child_processes(tmp_path: Path) -> None:
+    appended = AppendFile(tmp_path / "task.output")
+    appended.append("x")
+    fd = appended._fd  # pyright: ignore[reportPrivateUsage]
+    assert fd is not None and not os.get_inheritable(fd)
+    appended.close()
