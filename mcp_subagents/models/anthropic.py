@@ -41,6 +41,7 @@ from ..messages import (
     UserMessage,
 )
 from ._adapter import SdkAdapter, StreamBroken
+from .anthropic_send import MESSAGES_PATH, RequestTemplate, request_template, send_streaming
 from .anthropic_stream import NoMessage, StreamedMessage, StreamErrorEvent, read_message
 from .base import ModelRequest, ModelResponse, SearchResult, StopReason, WebSearchOptions
 
@@ -73,6 +74,7 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
         """`bearer`: the key is an `ANTHROPIC_AUTH_TOKEN`, sent as `Authorization: Bearer` instead of `x-api-key`."""
         super().__init__(**options)
         self._bearer = bearer
+        self._template: tuple[anthropic.AsyncAnthropic, RequestTemplate | None] | None = None
 
     @property
     def provider(self) -> str:
@@ -132,14 +134,19 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
         body is serialized here once, as the SDK would copy and walk the whole conversation first, and the
         response's events are read by `anthropic_stream` instead of the SDK's per-event models."""
         client = self._client_for_request()
-        stream = await client.post(
-            "/v1/messages",
-            cast_to=anthropic.types.Message,
-            content=_json_body(request, messages),
-            stream=True,
-            stream_cls=anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent],
-        )
-        response = stream.response
+        template = await self._template_for(client)
+        if template is not None:
+            response = await send_streaming(client, template, _json_body(request, messages))
+            close = response.aclose
+        else:
+            stream = await client.post(
+                MESSAGES_PATH,
+                cast_to=anthropic.types.Message,
+                content=_json_body(request, messages),
+                stream=True,
+                stream_cls=anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent],
+            )
+            response, close = stream.response, stream.close
         try:
             await self._require_event_stream(response)
             return await read_message(response.aiter_bytes())
@@ -151,7 +158,14 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
             raise StreamBroken(exc) from exc
         finally:
             with anyio.move_on_after(_CLOSE_TIMEOUT, shield=True):
-                await stream.close()
+                await close()
+
+    async def _template_for(self, client: anthropic.AsyncAnthropic) -> RequestTemplate | None:
+        """The SDK's request for this client, built once (see `anthropic_send`)."""
+        built = self._template
+        if built is None or built[0] is not client:
+            built = self._template = (client, await request_template(client))
+        return built[1]
 
     @staticmethod
     def _error_type(exc: Exception) -> str | None:
