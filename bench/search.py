@@ -1,5 +1,6 @@
 """The search tools against ripgrep on a 20k-file tree, and Read's first 2000 lines of a 50 MB file against a 1 MB one,
-each figure measured in this one run. (The harness for the search figures' own round: today's figures only.)
+each figure measured in this one run, and the search tools with the event loop kept busy (as other subagents keep
+it) against the same idle. (The harness for the search figures' own round: today's figures only.)
 
     python bench/search.py              # 20,000 files, 9 runs each
     python bench/search.py --repeat 3   # the same three times, then each ratio's median and spread
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -118,6 +120,30 @@ async def ratio(ours: Callable[[], Awaitable[Any]], theirs: Callable[[], Awaitab
     )
 
 
+BUSY_SLICE = 20_000
+"""Additions per slice of the busy task: about 2 ms of CPU between checkpoints, as other subagents' turns take."""
+
+
+async def keep_busy(stop: anyio.Event) -> None:
+    """Other subagents' work on the event loop: CPU in slices, a checkpoint between them."""
+    while not stop.is_set():
+        total = 0
+        for number in range(BUSY_SLICE):
+            total += number
+        await anyio.lowlevel.checkpoint()
+
+
+def while_busy(action: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    async def run() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as group:
+            group.start_soon(keep_busy, stop)
+            await action()
+            stop.set()
+
+    return run
+
+
 async def main(plan: Plan, repeats: int) -> None:
     with tempfile.TemporaryDirectory(prefix="mcp-subagents-search-") as tmp:
         root = Path(tmp) / "tree"
@@ -177,6 +203,12 @@ async def main(plan: Plan, repeats: int) -> None:
         read_big = tool("Read", {"file_path": str(big), "limit": 2000}, files_ctx)
         read_small = tool("Read", {"file_path": str(small), "limit": 2000}, files_ctx)
         read_label = f"Read 2000 lines of {big.stat().st_size // (1024 * 1024)} MB / of 1 MB"
+        glob_all = tool("Glob", {"pattern": "**/*.py"}, ctx)
+        count_many = tool("Grep", {"pattern": MANY, "output_mode": "count", "head_limit": 0}, ctx)
+        busy_rows = [
+            ("Glob, event loop busy / idle", while_busy(glob_all), glob_all),
+            ("many: Grep count, event loop busy / idle", while_busy(count_many), count_many),
+        ]
         figures: dict[str, list[float]] = {}
         gc.freeze()  # as the server does after start-up: what was built so far stays out of full collections
         for round_number in range(1, repeats + 1):
@@ -189,6 +221,10 @@ async def main(plan: Plan, repeats: int) -> None:
             measured = await ratio(read_big, read_small, plan.runs)
             figures.setdefault(read_label, []).append(measured.value)
             print(f"{read_label:<48} ratio {measured.text}")
+            for label, busy, idle in busy_rows:
+                measured = await ratio(busy, idle, plan.runs)
+                figures.setdefault(label, []).append(measured.value)
+                print(f"{label:<48} ratio {measured.text}")
         if repeats > 1:
             print(f"\nover the {repeats} rounds: median (min-max) of the ratios")
             for label, values in figures.items():

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -67,16 +68,19 @@ async def test_an_unchanged_catalog_sends_nothing(tmp_path: Path) -> None:
     async with running_app(settings) as app, anyio.create_task_group() as group:
         server = build_server(app)
         loads = 0
+        checked_ten_times = anyio.Event()
 
-        def counting_load() -> Any:
+        def counting_load() -> Any:  # runs in a worker thread
             nonlocal loads
             loads += 1
+            if loads == 10:
+                anyio.from_thread.run_sync(checked_ten_times.set)
             return app.rescan()
 
         group.start_soon(partial(watch_catalog, counting_load, server.notifier, interval=0.01))
         async with Client(server, mode="legacy", message_handler=on_message) as client:
-            with anyio.fail_after(5):
-                while loads < 10:  # ten checks of an unchanged tree
-                    await client.send_ping()
+            with anyio.fail_after(30):
+                await checked_ten_times.wait()
+            await client.send_ping()  # what the server sent before its answer has arrived
         group.cancel_scope.cancel()
     assert notifications == []

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput, tool_threads
+from .base import Tool, ToolContext, ToolInput
 from .grep_results import FileBlock, GrepResults, LinesByFile, SearchTarget
 from .newest_first import NewestFirst
 from .ripgrep import (
@@ -132,7 +131,7 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
     if not results.blocks:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
-    text = await anyio.to_thread.run_sync(_render_grep, args, results, limiter=tool_threads())
+    text = _render_grep(args, results)  # on the loop: under load a worker thread waits long for the interpreter
     if results.skipped:
         text += (
             f"\n({len(results.skipped)} hard-linked file(s) skipped: a hard link can reach a file outside the "

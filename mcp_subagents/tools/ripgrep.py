@@ -9,16 +9,14 @@ import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
 
 from ..errors import ToolError
 from ..processes import signal_group
 from ._process import CappedBytes, Command, Finished, run_captured
-from .base import ToolContext, tool_threads
+from .base import ToolContext
 from .paths import resolve_path
 from .record_stream import RecordConsumer, RecordStream
 
@@ -67,8 +65,8 @@ class RipgrepOutput:
 async def run_ripgrep(
     ctx: ToolContext, arguments: Sequence[str], *, cwd: Path, separator: bytes, consumer: RecordConsumer
 ) -> RipgrepOutput:
-    """Run rg with `arguments`, feeding its output's records (each ending in `separator`) to `consumer` on a worker
-    thread while rg runs.
+    """Run rg with `arguments`, feeding its output's records (each ending in `separator`) to `consumer` while rg
+    runs.
 
     Raises:
         ToolError: rg could not start or timed out.
@@ -78,7 +76,7 @@ async def run_ripgrep(
     command = Command(argv=[find_ripgrep(), *arguments], cwd=cwd, env=ctx.env, what="ripgrep")
     outcome: Finished | ToolError = ToolError("ripgrep did not run.")
     async with anyio.create_task_group() as group:
-        group.start_soon(partial(anyio.to_thread.run_sync, stdout.work, limiter=tool_threads()))
+        group.start_soon(stdout.work)
         try:
             outcome = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=RIPGREP_TIMEOUT_SECONDS)
         except ToolError as exc:

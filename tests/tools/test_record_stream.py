@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from mcp_subagents.tools import ripgrep
-from mcp_subagents.tools.record_stream import RecordStream
+from mcp_subagents.tools.record_stream import SLICE, RecordStream
 
 from .conftest import CallTool, put
 
@@ -27,33 +29,34 @@ class Collect:
         self.finished = True
 
 
-def _run(stream: RecordStream, chunks: list[bytes]) -> None:
+async def _run(stream: RecordStream, chunks: list[bytes]) -> None:
     for chunk in chunks:
         stream.add(chunk)
     stream.close()
-    stream.work()  # the worker thread's loop, here on this thread: everything queued, then the end
+    with anyio.fail_after(10):
+        await stream.work()  # everything added before the close is fed, then the consumer is finished
 
 
-def test_records_cut_across_chunks_arrive_whole_and_in_order() -> None:
+async def test_records_cut_across_chunks_arrive_whole_and_in_order() -> None:
     collected = Collect()
     stream = RecordStream(b"\0", collected, cap=1024)
-    _run(stream, [b"src/a.py\0sr", b"c/b", b".py\0", b"c\xe9.py\0last-without-end"])
+    await _run(stream, [b"src/a.py\0sr", b"c/b", b".py\0", b"c\xe9.py\0last-without-end"])
     assert collected.records == ["src/a.py", "src/b.py", "c\udce9.py", "last-without-end"]
     assert collected.finished and stream.printed and not stream.overflowed
 
 
-def test_the_cap_drops_the_record_it_cuts_and_everything_after() -> None:
+async def test_the_cap_drops_the_record_it_cuts_and_everything_after() -> None:
     collected = Collect()
     stream = RecordStream(b"\n", collected, cap=12)
-    _run(stream, [b"one\ntwo\nthree\nfour\n"])
+    await _run(stream, [b"one\ntwo\nthree\nfour\n"])
     assert collected.records == ["one", "two"]
     assert stream.overflowed
 
 
-def test_nothing_printed_is_nothing_fed() -> None:
+async def test_nothing_printed_is_nothing_fed() -> None:
     collected = Collect()
     stream = RecordStream(b"\n", collected, cap=10)
-    _run(stream, [])
+    await _run(stream, [])
     assert collected.records == [] and collected.finished and not stream.printed
 
 
@@ -90,3 +93,29 @@ async def test_glob_lists_a_name_holding_a_newline_exactly(call: CallTool, workd
     put(workdir, "plain.py", mtime=1_000_000)
     result = await call("Glob", {"pattern": "**/*.py"})
     assert result == f"{workdir}/two\nlines.py\n{workdir}/plain.py"
+
+
+async def test_a_big_listing_is_fed_in_slices_that_let_other_tasks_run() -> None:
+    """The stats run on the event loop: between slices, other tasks (other subagents) get their turn."""
+    turns_between: list[int] = []
+    ticks = 0
+
+    class Counting(Collect):
+        def feed(self, records: list[str]) -> None:
+            turns_between.append(ticks)
+            super().feed(records)
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.lowlevel.checkpoint()
+
+    collected = Counting()
+    stream = RecordStream(b"\0", collected, cap=1 << 20)
+    async with anyio.create_task_group() as group:
+        group.start_soon(ticker)
+        await _run(stream, [b"".join(b"file%d\0" % number for number in range(4 * SLICE))])
+        group.cancel_scope.cancel()
+    assert len(collected.records) == 4 * SLICE
+    assert len(turns_between) == 4 and len(set(turns_between)) == 4  # the ticker ran between every two slices
