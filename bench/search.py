@@ -208,6 +208,7 @@ async def main(plan: Plan, repeats: int) -> None:
         busy_rows = [
             ("Glob, event loop busy / idle", while_busy(glob_all), glob_all),
             ("many: Grep count, event loop busy / idle", while_busy(count_many), count_many),
+            ("Read 2000 lines of 1 MB, event loop busy / idle", while_busy(read_small), read_small),
         ]
         figures: dict[str, list[float]] = {}
         gc.freeze()  # as the server does after start-up: what was built so far stays out of full collections
