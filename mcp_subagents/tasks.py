@@ -249,7 +249,7 @@ class TaskManager:
         for message in history:
             record.transcript.message(message)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        self._outputs[task_id] = AppendFile(record.output_path, errors="backslashreplace")
+        self._outputs[task_id] = _output_file(record)
         self._append_output(record, f"[task {task_id}] {agent}: {description}{resumed}\n")
         if budget is not None and price is None:
             note = f"[budget] {model or 'this model'} has no price, so the budget of ${budget.usd:g} cannot stop it"
@@ -634,17 +634,19 @@ class TaskManager:
             logger.warning("could not write a transcript line", exc_info=True)
 
     def _append_output(self, record: TaskRecord, text: str) -> None:
-        output = self._outputs.get(record.id)
-        once = output is None  # a line about a task that has ended: its file is no longer held open
-        if output is None:
-            output = AppendFile(record.output_path, errors="backslashreplace")
+        held = self._outputs.get(record.id)
+        output = held or _output_file(record)  # a line about a task that has ended: opened for that line alone
         try:
             output.append(self._redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
         finally:
-            if once:
+            if held is None:
                 output.close()
+
+
+def _output_file(record: TaskRecord) -> AppendFile:
+    return AppendFile(record.output_path, errors="backslashreplace")
 
 
 def _runs_elsewhere(pid: int | None) -> bool:

@@ -47,8 +47,7 @@ def listing_matcher(pattern: str) -> Callable[[str], bool]:
     with a dot, and a wildcard matches no name starting with one unless the pattern spells that dot. Else
     `PathMatcher` judges every path."""
     alternatives = _alternatives(pattern) if _filter_globs(pattern) else None
-    exact = alternatives is not None and all(_is_exact_name_filter(alternative) for alternative in alternatives)
-    if not exact or alternatives is None:
+    if not alternatives or not all(_is_exact_name_filter(alternative) for alternative in alternatives):
         return PathMatcher(pattern).match
     dotted_names = any(alternative.startswith("**/.") for alternative in alternatives)
     if dotted_names and not all(alternative.startswith("**/.") for alternative in alternatives):

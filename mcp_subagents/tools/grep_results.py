@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import cast
 
 from .base import ToolContext
-from .ripgrep import has_other_links
+from .paths import is_hard_linked
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,8 @@ class GrepResults:
             return "\n".join(paths), len(paths)
         if self.separator is None and not self.context_lines:
             return self._match_lines(start, stop)
-        entries = list(islice(self._lines_with_context(self.separator or "", numbered=line_numbers), start, stop))
+        numbered = line_numbers and self.context_lines
+        entries = list(islice(self._lines_with_context(self.separator or "", numbered=numbered), start, stop))
         return "\n".join(entries), len(entries)
 
     def _match_lines(self, start: int, stop: int | None) -> tuple[str, int]:
@@ -159,7 +160,7 @@ class LinesByFile:
                 printed_path, pending = path, 0
                 lines = [rest]
                 shown = self._absolute(path)
-                if has_other_links(shown):
+                if is_hard_linked(shown):
                     self._skipped.add(shown)
                 elif self._shows(shown):
                     self._blocks.append(FileBlock(shown, lines))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 
 from .base import ToolContext
+from .paths import has_other_names
 
 
 class NewestFirst:
@@ -38,20 +38,16 @@ class NewestFirst:
         listed = [record for record in records if record and record != "\n"]
         if self._wanted is not None:
             listed = list(filter(self._wanted, listed))
-        shown = map(self._absolute, listed)
-        if self._ctx.readable is not None:
-            shown = filter(self._ctx.readable, shown)
-        dated, skip_hard_links, stat_of = self._dated, self._skip_hard_links, os.stat
-        for path in shown:
+        dated, skip_hard_links, shows, stat_of = self._dated, self._skip_hard_links, self._ctx.shows, os.stat
+        for path in map(self._absolute, listed):
             try:
                 info = stat_of(path)
             except (OSError, ValueError):
-                dated.append((0, path))  # gone since rg saw it
-                continue
-            if skip_hard_links and info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+                info = None  # gone since rg saw it: listed last
+            if skip_hard_links and info is not None and has_other_names(info):
                 self.skipped.add(path)
-            else:
-                dated.append((-info.st_mtime_ns, path))
+            elif shows(path):
+                dated.append((-info.st_mtime_ns if info is not None else 0, path))
 
     def finish(self) -> None:
         self._dated.sort()

@@ -1,11 +1,10 @@
-"""Running ripgrep, and what the Glob and Grep tools share: walk options, the search root, the hard-link check."""
+"""Running ripgrep, and what the Glob and Grep tools share: walk options and the search root."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
-import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,12 +100,3 @@ def search_root(ctx: ToolContext, raw: str | None) -> Path:
     if not path.exists():
         raise ToolError(f"Path does not exist: {path}. Current working directory: {ctx.cwd}")
     return path
-
-
-def has_other_links(path: str) -> bool:
-    """A regular file with more than one name: its other names may be outside the allowed roots."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return False
-    return info.st_nlink > 1 and stat.S_ISREG(info.st_mode)
