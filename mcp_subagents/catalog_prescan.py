@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .processes import own_module_command
 from .settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
         return None
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_subagents.catalog_prescan", *argv],
+            own_module_command("mcp_subagents.catalog_prescan", *argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # stdout is the protocol
             stderr=subprocess.DEVNULL,  # the server logs the files' warnings itself when it reads the cache

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
@@ -199,11 +200,17 @@ def _prctl(option: int, value: int) -> bool:
 _subreaper = False
 
 
+def forbid_inspection() -> None:
+    """Make this process non-dumpable: other processes of the same user cannot read its memory, environment or
+    file descriptors through /proc, nor attach a debugger."""
+    _prctl(_PR_SET_DUMPABLE, 0)
+
+
 def harden_server_process() -> None:
     """Make this process non-dumpable (other processes of the same user cannot read its memory, environment or file
     descriptors through /proc, nor attach a debugger) and a child subreaper (see the module docstring)."""
     global _subreaper
-    _prctl(_PR_SET_DUMPABLE, 0)
+    forbid_inspection()
     _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     _raise_open_file_limit()
 
@@ -271,3 +278,17 @@ def _children(pid: int) -> list[int]:
         except (OSError, ValueError):
             continue
     return found
+
+
+_RUN_OWN_MODULE = (
+    "import runpy, sys; where, module = sys.argv[1], sys.argv[2]; where in sys.path or sys.path.insert(0, where); "
+    "sys.argv = [module, *sys.argv[3:]]; runpy.run_module(module, run_name='__main__', alter_sys=True)"
+)
+
+
+def own_module_command(module: str, *args: str) -> list[str]:
+    """`python -m module args` for a module of this package, safe to start in any folder: with `-m` Python puts the
+    working directory first on the import path, so a project holding a folder named like this package would run
+    its own code. `-P` keeps it off; the package is imported from where this process imported it."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    return [sys.executable, "-P", "-c", _RUN_OWN_MODULE, package_parent, module, *args]
