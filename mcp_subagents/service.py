@@ -453,6 +453,8 @@ class Subagents:
         Raises:
             ProviderNotConfiguredError: no provider is configured.
         """
+        if self._model is not None:
+            return self._model
         async with self._model_lock:
             if self._model is None:
                 self._model = await create_model(

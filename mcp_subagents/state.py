@@ -51,11 +51,21 @@ class AppendFile:
         self._errors = errors
         self._fd: int | None = None
 
+    def open(self) -> None:
+        """Open (and create) the file now rather than at the first append: creating a file can take a millisecond
+        or more (a slow or network disk), which a worker thread can wait out instead of the event loop.
+
+        Raises:
+            OSError: the file could not be opened."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+
     def append(self, text: str) -> None:
         """Raises:
         OSError: the file could not be opened or written."""
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+            self.open()
+        assert self._fd is not None
         data = memoryview(text.encode("utf-8", self._errors))
         while data:
             data = data[os.write(self._fd, data) :]

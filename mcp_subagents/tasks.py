@@ -3,6 +3,7 @@ and recovery after a restart."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -245,23 +246,40 @@ class TaskManager:
             pid=os.getpid(),
             control=self.control_name,
         )
-        record.transcript.header(header)
-        for message in history:
-            record.transcript.message(message)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        self._outputs[task_id] = _output_file(record)
-        self._append_output(record, f"[task {task_id}] {agent}: {description}{resumed}\n")
+        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n"]
         if budget is not None and price is None:
             note = f"[budget] {model or 'this model'} has no price, so the budget of ${budget.usd:g} cannot stop it"
-            self._append_output(record, note + "\n")
+            lines.append(note + "\n")
             logger.warning("task %s: %s", task_id, note.removeprefix("[budget] "))
+        self._outputs[task_id] = _output_file(record)
         self._records[task_id] = record
         if parent is None:
             self._queue.append(task_id)
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
-        self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
+        opening = partial(self._write_opening, record, header, tuple(history), lines)
+        self._group.start_soon(self._execute, record, job, opening, name=f"task {task_id}")
         return record
+
+    def _write_opening(
+        self, record: TaskRecord, header: TranscriptHeader, history: tuple[Message, ...], lines: list[str]
+    ) -> None:
+        """The transcript's header (and the history a resumed task continues) and the output file's first lines."""
+        self._write_transcript(record.transcript.header, header)
+        for message in history:
+            self._write_transcript(record.transcript.message, message)
+        for line in lines:
+            self._append_output(record, line)
+
+    def _create_files(self, record: TaskRecord) -> None:
+        """Create the task's two files; blocking, so run in a worker thread. A file that cannot be created is
+        reported when it is first written."""
+        output = self._outputs.get(record.id)
+        for open_file in (record.transcript.open, output.open if output is not None else None):
+            if open_file is not None:
+                with contextlib.suppress(OSError):
+                    open_file()
 
     def lineage(self, record: TaskRecord) -> list[TaskRecord]:
         """The task, its parent, and so on up to the task a host launched."""
@@ -421,8 +439,13 @@ class TaskManager:
 
     # ---- running a task ---------------------------------------------------------------------------------------------
 
-    async def _execute(self, record: TaskRecord, job: Job) -> None:
+    async def _execute(self, record: TaskRecord, job: Job, opening: Callable[[], None]) -> None:
         outcome: TaskOutcome | None = None
+        # The files come first, even for a task stopped at once: a transcript always starts with its header.
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._create_files, record)
+        opening()
+        record.opened.set()
         try:
             with record.scope:
                 if record.parent is not None:  # it borrows the slot of the parent that waits for it

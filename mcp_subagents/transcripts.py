@@ -75,6 +75,13 @@ class TranscriptWriter:
         self._redact = redact or Redactor()
         self._file = AppendFile(path)
 
+    def open(self) -> None:
+        """Create the file now (see `AppendFile.open`).
+
+        Raises:
+            OSError: it could not be created."""
+        self._file.open()
+
     def _append(self, entry: dict[str, Any]) -> None:
         line = self._redact(json.dumps(entry, ensure_ascii=False))
         if not _encodable(line):  # a lone surrogate (from a file name or a model): keep it as a \u escape
