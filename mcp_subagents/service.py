@@ -457,11 +457,29 @@ class Subagents:
             return self._model
         async with self._model_lock:
             if self._model is None:
-                self._model = await create_model(
-                    self._provider, deadline=self.settings.model_deadline, max_retries=self.settings.max_retries
+                self._model = self._spread(
+                    await create_model(
+                        self._provider, deadline=self.settings.model_deadline, max_retries=self.settings.max_retries
+                    )
                 )
                 self.model_ready.set()
             return self._model
+
+    def _spread(self, model: Model) -> Model:
+        """The provider's adapter, with model processes for the overflow of a busy server (`--model-processes`)."""
+        if self._provider is None or self._background is None or self.settings.model_processes == 0:
+            return model
+        from .models.spread import SpreadModel
+
+        return SpreadModel(
+            model,
+            config=self._provider,
+            deadline=self.settings.model_deadline,
+            max_retries=self.settings.max_retries,
+            processes=self.settings.model_processes,
+            start_soon=self._background.start_soon,
+            log_level=self.settings.log_level,
+        )
 
     def launch(
         self,

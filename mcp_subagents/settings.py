@@ -28,6 +28,18 @@ def _default_state_dir(environ: Mapping[str, str]) -> Path:
     return Path(base) / "mcp-subagents"
 
 
+MAX_MODEL_PROCESSES = 4
+
+
+def default_model_processes() -> int:
+    """One fewer than the CPUs this process may use, up to `MAX_MODEL_PROCESSES`: the event loop keeps one."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(0, min(MAX_MODEL_PROCESSES, cpus - 1))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Everything the command line and the `MCP_SUBAGENTS_*` variables configure; the defaults are the flags'."""
@@ -69,6 +81,8 @@ class Settings:
     model_deadline: float = 900.0
     max_retries: int = 10
     """Retries of a model request that failed for a passing reason (overload, rate limit, 5xx, connection)."""
+    model_processes: int = field(default_factory=default_model_processes)
+    """Processes that send model requests beside the server's own when many tasks run at once (0: none)."""
     permission_mode: str | None = None
     """`--permission-mode`; None means the settings files' `permissions.defaultMode`, else default."""
     watch_interval: float = 2.0
@@ -312,6 +326,13 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "--max-retries",
         "max_retries",
         "retries of a model request that failed with 429/529/5xx or a lost connection, with backoff (default: 10)",
+        _non_negative_int,
+    ),
+    _Option(
+        "--model-processes",
+        "model_processes",
+        "extra processes that send model requests when many tasks run at once, so more than one core works "
+        f"(default: one fewer than the CPUs, at most {MAX_MODEL_PROCESSES}; 0 = none)",
         _non_negative_int,
     ),
     _Option(

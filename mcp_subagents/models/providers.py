@@ -36,6 +36,16 @@ class ProviderConfig:
         return f"ProviderConfig(name={self.name!r}, base_url={self.base_url!r}, api_key=<hidden>)"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerStartup:
+    """What a model process (`worker`) is told at its start: which adapter to build, and how."""
+
+    config: ProviderConfig
+    deadline: float
+    max_retries: int
+    log_level: str = "WARNING"
+
+
 def provider_config(requested: str | None, environ: Mapping[str, str]) -> ProviderConfig | None:
     """`--provider` when given, else Anthropic if its key is set, else OpenAI if its URL or key is set.
 
@@ -78,10 +88,11 @@ async def create_model(config: ProviderConfig | None, *, deadline: float, max_re
     if config is None:
         raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
     # Abandoned on cancel, so a server stopping mid-import exits at once (the import finishes in its thread).
-    return await anyio.to_thread.run_sync(_build, config, deadline, max_retries, abandon_on_cancel=True)
+    return await anyio.to_thread.run_sync(build_model, config, deadline, max_retries, abandon_on_cancel=True)
 
 
-def _build(config: ProviderConfig, deadline: float, max_retries: int) -> Model:
+def build_model(config: ProviderConfig, deadline: float, max_retries: int) -> Model:
+    """The provider's adapter, its SDK imported, its client built and a request rehearsed offline (blocking)."""
     module = import_for_good(f"mcp_subagents.models.{config.name}")
     if config.name == "anthropic":
         model = module.AnthropicModel(

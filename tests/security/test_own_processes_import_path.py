@@ -1,20 +1,24 @@
 """Attack: a project that holds a folder named `mcp_subagents`, in which the server is started.
 
 Hosts start stdio servers in the project folder. The server starts Python processes of its own (the agent-file
-prescan on a first start); started with `python -m`, Python puts the working directory
+prescan on a first start, model processes when busy); started with `python -m`, Python puts the working directory
 first on the import path, so the project's `mcp_subagents/__init__.py` ran instead of ours, with the server's
 environment (the API key). Before the fix, the first test found the marker file.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 
 from mcp_subagents.catalog_prescan import start_prescan
 from mcp_subagents.cli import settings_for_command_line
+from mcp_subagents.models.providers import ProviderConfig, WorkerStartup
+from mcp_subagents.models.spread import ModelProcess
 from mcp_subagents.processes import own_module_command
 
 
@@ -56,3 +60,23 @@ def test_a_command_for_our_own_module_runs_ours_in_any_folder(tmp_path: Path) ->
     )
     assert finished.returncode == 0, finished.stderr
     assert not marker.exists()
+
+
+@pytest.mark.anyio
+async def test_a_model_process_does_not_import_the_projects_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project, marker = hostile_project(tmp_path)
+    monkeypatch.chdir(project)
+    startup = WorkerStartup(
+        config=ProviderConfig(name="anthropic", api_key="sk-ant-test", base_url="http://127.0.0.1:9"),
+        deadline=5,
+        max_retries=0,
+    )
+    with anyio.fail_after(60):
+        process = await ModelProcess.start(startup)
+    try:
+        assert process.alive and os.getcwd() == str(project)
+        assert not marker.exists()
+    finally:
+        await process.stop()
