@@ -27,9 +27,11 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import BENCH_KEY, ROOT, fake_api, server_environment, stdio_server, task_arguments
+from harness import BENCH_KEY, ROOT, StdioServer, fake_api, server_environment, stdio_server, task_arguments
 
 sys.path.insert(0, str(ROOT))
+
+from mcp_subagents.settings import default_model_processes
 
 TOOL_TURNS = 3
 """Round-trip figure: Tasks of three TodoWrite turns and an answer (four model round trips)."""
@@ -55,22 +57,41 @@ SMOKE = Plan(round_trip_tasks=10, round_trip_repeats=1, wide=(10,), wide_repeats
 # ---- 1. server CPU per round trip ------------------------------------------------------------------------------------
 
 
-async def cpu_per_round_trip(root: Path, plan: Plan) -> list[float]:
-    """Server CPU milliseconds per model round trip, once per repeat (10 Tasks at a time, latency 0)."""
-    runs: list[float] = []
+@dataclass(frozen=True, slots=True)
+class RoundTrips:
+    server_ms: list[float]
+    """The server process's CPU per round trip."""
+    total_ms: list[float]
+    """The server's and its model processes' CPU per round trip."""
+
+
+async def cpu_per_round_trip(root: Path, plan: Plan, processes: int) -> RoundTrips:
+    """CPU milliseconds per model round trip, once per repeat (10 Tasks at a time, latency 0), with `processes`
+    model processes allowed (`--model-processes`)."""
+    server_ms: list[float] = []
+    total_ms: list[float] = []
+    round_trips = plan.round_trip_tasks * (TOOL_TURNS + 1)
     async with fake_api(f"todo:{TOOL_TURNS}", 0.0) as url:
         env = server_environment(root, api_url=url)
-        async with stdio_server(env, args=("--max-concurrent", "50")) as server:
+        args = ("--max-concurrent", "50", "--model-processes", str(processes))
+        async with stdio_server(env, args=args) as server:
             await server.call_tool("Task", task_arguments(-1))  # the SDK import and the first connection
+            await _run_tasks(server, 0, 10)  # ten at once: the overflow starts the model processes
             for _ in range(plan.round_trip_repeats):
-                before = server.cpu_seconds()
+                before, before_children = server.cpu_seconds(), server.model_process_cpu_seconds()
                 for start in range(0, plan.round_trip_tasks, 10):
-                    async with anyio.create_task_group() as group:
-                        for number in range(start, min(start + 10, plan.round_trip_tasks)):
-                            group.start_soon(server.call_tool, "Task", task_arguments(number))
+                    await _run_tasks(server, start, min(start + 10, plan.round_trip_tasks))
                 used = server.cpu_seconds() - before
-                runs.append(used / (plan.round_trip_tasks * (TOOL_TURNS + 1)) * 1000)
-    return runs
+                children = server.model_process_cpu_seconds() - before_children
+                server_ms.append(used / round_trips * 1000)
+                total_ms.append((used + children) / round_trips * 1000)
+    return RoundTrips(server_ms, total_ms)
+
+
+async def _run_tasks(server: StdioServer, start: int, stop: int) -> None:
+    async with anyio.create_task_group() as group:
+        for number in range(start, stop):
+            group.start_soon(server.call_tool, "Task", task_arguments(number))
 
 
 async def adapter_cpu_per_request(requests: int) -> float:
@@ -100,31 +121,34 @@ async def adapter_cpu_per_request(requests: int) -> float:
 @dataclass(frozen=True, slots=True)
 class Wide:
     tasks: int
+    processes: int
     ratios: list[float]
     cpu_ratios: list[float]
     """Server CPU during the run over the ideal wall time: above 1, one core cannot keep up."""
+    total_cpu_ratios: list[float]
+    """The same with the model processes' CPU added."""
 
 
-async def wide(root: Path, tasks: int, repeats: int) -> Wide:
+async def wide(root: Path, tasks: int, repeats: int, processes: int) -> Wide:
     ideal = (WIDE_TOOL_TURNS + 1) * LATENCY
     ratios: list[float] = []
     cpu_ratios: list[float] = []
+    total_cpu_ratios: list[float] = []
     async with fake_api(f"todo:{WIDE_TOOL_TURNS}", LATENCY, light=True) as url:
         env = server_environment(root, api_url=url)
-        async with stdio_server(env, args=("--max-concurrent", str(tasks))) as server:
-            # Warm-up: the SDK import, and as many connections as the run needs.
-            async with anyio.create_task_group() as group:
-                for number in range(tasks):
-                    group.start_soon(server.call_tool, "Task", task_arguments(number))
+        args = ("--max-concurrent", str(tasks), "--model-processes", str(processes))
+        async with stdio_server(env, args=args) as server:
+            # Warm-up: the SDK import, the model processes, and as many connections as the run needs.
+            await _run_tasks(server, 0, tasks)
             for _ in range(repeats):
-                before = server.cpu_seconds()
+                before, before_children = server.cpu_seconds(), server.model_process_cpu_seconds()
                 started = time.perf_counter()
-                async with anyio.create_task_group() as group:
-                    for number in range(tasks):
-                        group.start_soon(server.call_tool, "Task", task_arguments(number))
+                await _run_tasks(server, 0, tasks)
                 ratios.append((time.perf_counter() - started) / ideal)
-                cpu_ratios.append((server.cpu_seconds() - before) / ideal)
-    return Wide(tasks=tasks, ratios=ratios, cpu_ratios=cpu_ratios)
+                used = server.cpu_seconds() - before
+                cpu_ratios.append(used / ideal)
+                total_cpu_ratios.append((used + server.model_process_cpu_seconds() - before_children) / ideal)
+    return Wide(tasks, processes, ratios, cpu_ratios, total_cpu_ratios)
 
 
 # ---- 3. garbage-collector pauses -------------------------------------------------------------------------------------
@@ -166,7 +190,9 @@ async def gc_pauses(root: Path, tasks: int) -> tuple[Pauses, Pauses]:
     async with fake_api(f"todo:{TOOL_TURNS}", 0.0) as url:
         (root / "work").mkdir(parents=True, exist_ok=True)
         work, state = root / "work", root / "state"
-        settings = Settings(cwd=work, state_dir=state, user_agents_dir=root / "none", watch_interval=0)
+        settings = Settings(
+            cwd=work, state_dir=state, user_agents_dir=root / "none", watch_interval=0, model_processes=0
+        )
         app = Subagents(settings, environ={"ANTHROPIC_API_KEY": BENCH_KEY, "ANTHROPIC_BASE_URL": url})
         async with app.running(), Client(build_server(app), mode="legacy") as client:
 
@@ -210,26 +236,34 @@ def spread(values: list[float], unit: str = "", digits: int = 2) -> str:
 
 
 async def main(plan: Plan) -> None:
+    spread_to = max(1, default_model_processes())
     with tempfile.TemporaryDirectory(prefix="mcp-subagents-concurrency-") as tmp:
         root = Path(tmp)
         print("measuring CPU per round trip ...", flush=True)
-        cpu = await cpu_per_round_trip(root / "cpu", plan)
+        one_process = await cpu_per_round_trip(root / "cpu-0", plan, 0)
+        spread_cpu = await cpu_per_round_trip(root / "cpu-spread", plan, spread_to)
         floor = await adapter_cpu_per_request(200 if plan is FULL else 20)
         results: list[Wide] = []
         for tasks in plan.wide:
-            print(f"measuring {tasks} Tasks at once ...", flush=True)
-            results.append(await wide(root / f"wide-{tasks}", tasks, plan.wide_repeats))
+            for processes in (spread_to, 0):
+                print(f"measuring {tasks} Tasks at once, {processes} model process(es) ...", flush=True)
+                results.append(await wide(root / f"wide-{tasks}-{processes}", tasks, plan.wide_repeats, processes))
         print("measuring garbage-collector pauses ...", flush=True)
         frozen, unfrozen = await gc_pauses(root / "gc", plan.gc_tasks)
     print()
     print(
-        f"server CPU per model round trip        {spread(cpu, ' ms')}   (goal <= 5 ms; the adapter alone: "
-        f"{floor:.2f} ms, ratio {statistics.median(cpu) / floor:.2f})"
+        f"server CPU per model round trip, {spread_to} model process(es)   {spread(spread_cpu.server_ms, ' ms')}   "
+        f"(goal <= 5 ms; with the model processes' CPU: {spread(spread_cpu.total_ms, ' ms')})"
+    )
+    print(
+        f"server CPU per model round trip, no model process   {spread(one_process.server_ms, ' ms')}   "
+        f"(the adapter alone: {floor:.2f} ms, ratio {statistics.median(one_process.server_ms) / floor:.2f})"
     )
     for result in results:
         print(
-            f"{result.tasks} Tasks at once (3 turns, {LATENCY * 1000:.0f} ms) wall/ideal   {spread(result.ratios)}"
-            f"   (server CPU / ideal: {spread(result.cpu_ratios)})"
+            f"{result.tasks} Tasks at once (3 turns, {LATENCY * 1000:.0f} ms), {result.processes} model process(es): "
+            f"wall/ideal {spread(result.ratios)}   (CPU / ideal: server {spread(result.cpu_ratios)}, "
+            f"with the model processes {spread(result.total_cpu_ratios)})"
         )
     for label, pauses in (("frozen (as served)", frozen), ("unfrozen (before)", unfrozen)):
         print(

@@ -115,6 +115,23 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
+def model_process_pids(server_pid: int) -> list[int]:
+    """The running model processes a server started (children whose command line runs the model worker)."""
+    found: list[int] = []
+    try:
+        children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+    except OSError:
+        return found
+    for child in children:
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"mcp_subagents.models.worker" in command:
+            found.append(int(child))
+    return found
+
+
 @dataclass(eq=False)
 class StdioServer:
     """One spawned server and a JSON-RPC client for it that can have many requests in flight."""
@@ -132,6 +149,10 @@ class StdioServer:
 
     def cpu_seconds(self) -> float:
         return process_cpu_seconds(self.pid)
+
+    def model_process_cpu_seconds(self) -> float:
+        """CPU of the server's model processes (`--model-processes`) that run now."""
+        return sum(process_cpu_seconds(pid) for pid in model_process_pids(self.pid))
 
     async def request(self, method: str, params: Json | None = None) -> Json:
         """The result of one request; raises BenchError for a JSON-RPC error."""
