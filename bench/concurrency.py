@@ -77,6 +77,7 @@ async def cpu_per_round_trip(root: Path, plan: Plan, processes: int) -> RoundTri
         async with stdio_server(env, args=args) as server:
             await server.call_tool("Task", task_arguments(-1))  # the SDK import and the first connection
             await _run_tasks(server, 0, 10)  # ten at once: the overflow starts the model processes
+            await server.settle()
             for _ in range(plan.round_trip_repeats):
                 before, before_children = server.cpu_seconds(), server.model_process_cpu_seconds()
                 for start in range(0, plan.round_trip_tasks, 10):
@@ -140,6 +141,8 @@ async def wide(root: Path, tasks: int, repeats: int, processes: int) -> Wide:
         async with stdio_server(env, args=args) as server:
             # Warm-up: the SDK import, the model processes, and as many connections as the run needs.
             await _run_tasks(server, 0, tasks)
+            await server.settle()
+            await _run_tasks(server, 0, tasks)  # the connections of the model processes
             for _ in range(repeats):
                 before, before_children = server.cpu_seconds(), server.model_process_cpu_seconds()
                 started = time.perf_counter()

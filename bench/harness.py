@@ -154,6 +154,19 @@ class StdioServer:
         """CPU of the server's model processes (`--model-processes`) that run now."""
         return sum(process_cpu_seconds(pid) for pid in model_process_pids(self.pid))
 
+    async def settle(self) -> None:
+        """Wait until the server and its model processes use no CPU (a model process still starting imports the
+        provider SDK for a few seconds, which the measured runs must not pay). /proc offers no event for that, so
+        this reads the CPU times every 0.2 s, for at most a minute."""
+        with anyio.fail_after(60):
+            last = -1.0
+            while True:
+                now = self.cpu_seconds() + self.model_process_cpu_seconds()
+                if now - last < 0.005:
+                    return
+                last = now
+                await anyio.sleep(0.2)
+
     async def request(self, method: str, params: Json | None = None) -> Json:
         """The result of one request; raises BenchError for a JSON-RPC error."""
         request_id = next(self._ids)
