@@ -32,12 +32,14 @@ MAX_MODEL_PROCESSES = 4
 
 
 def default_model_processes() -> int:
-    """One fewer than the CPUs this process may use, up to `MAX_MODEL_PROCESSES`: the event loop keeps one."""
+    """Two fewer than the CPUs this process may use, up to `MAX_MODEL_PROCESSES`: one core for the event loop and
+    one for the host and the rest of the machine. On two cores a model process only competed for them (measured:
+    `bench/concurrency.py`), so there are none."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(0, min(MAX_MODEL_PROCESSES, cpus - 1))
+    return max(0, min(MAX_MODEL_PROCESSES, cpus - 2))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,7 +334,7 @@ RUN_OPTIONS: tuple[_Option, ...] = (
         "--model-processes",
         "model_processes",
         "extra processes that send model requests when many tasks run at once, so more than one core works "
-        f"(default: one fewer than the CPUs, at most {MAX_MODEL_PROCESSES}; 0 = none)",
+        f"(default: two fewer than the CPUs, at most {MAX_MODEL_PROCESSES}; 0 = none)",
         _non_negative_int,
     ),
     _Option(

@@ -9,10 +9,10 @@ import os
 import re
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -21,6 +21,7 @@ from mcp import Client
 from mcp_subagents.errors import ModelAPIError, PromptTooLongError
 from mcp_subagents.messages import TextPart, ToolCall
 from mcp_subagents.models.anthropic import AnthropicModel
+from mcp_subagents.models.base import ModelResponse
 from mcp_subagents.models.providers import ProviderConfig
 from mcp_subagents.models.spread import SPREAD_AT, SpreadModel
 from mcp_subagents.processes import process_alive
@@ -115,7 +116,9 @@ async def test_the_providers_errors_arrive_as_the_adapter_raises_them(fake: Fake
     async with spread_model(fake) as model:
         await ready_process(model, fake)
         fake.push(error(401, "authentication_error", "invalid x-api-key"))
-        rejected = await ANTHROPIC.failure(model.local)  # the same answer, once from the server process
+        rejected = await ANTHROPIC.failure(
+            cast(AnthropicModel, model.local)
+        )  # the same answer, once from the server process
         fake.push(error(401, "authentication_error", "invalid x-api-key"))
         with pytest.raises(ModelAPIError) as remote:
             await model.request(ask())
@@ -156,8 +159,8 @@ async def test_a_request_whose_model_process_dies_is_sent_again_from_the_server(
             return hang()
 
         fake.push(stall, turn(text("answered after all")))
+        answers: list[ModelResponse] = []
         async with anyio.create_task_group() as group:
-            answers: list[Any] = []
 
             async def ask_once() -> None:
                 answers.append(await model.request(ask()))
@@ -211,22 +214,23 @@ async def test_requests_beyond_the_threshold_go_to_the_least_busy_process(fake: 
         await processes_ready(model, 2)
         fake.latency = 0.5
         all_arrived = arrivals(fake, 5, turn(text("ok")))
+        loads: list[int] = []
         async with anyio.create_task_group() as group:
             for _ in range(5):
                 group.start_soon(model.request, ask())
             await wait_for(all_arrived)
-            loads = sorted(process.in_flight for process in model.model_processes)
+            loads += sorted(process.in_flight for process in model.model_processes)
         assert loads == [2, 2]  # one request in the server process, two in each model process
 
 
-def test_the_default_leaves_the_event_loop_a_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    cpus: Callable[[int], set[int]] = lambda _pid: {0, 1, 2, 3, 4, 5, 6, 7, 8}  # noqa: E731
-    monkeypatch.setattr(os, "sched_getaffinity", cpus)
-    assert Settings().model_processes == 4
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
-    assert Settings().model_processes == 1
-    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0})
-    assert Settings().model_processes == 0
+def test_the_default_leaves_a_core_to_the_event_loop_and_one_to_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    for cpus, processes in ((9, 4), (4, 2), (3, 1), (2, 0), (1, 0)):
+
+        def affinity(_pid: int, cpus: int = cpus) -> set[int]:
+            return set(range(cpus))
+
+        monkeypatch.setattr(os, "sched_getaffinity", affinity)
+        assert Settings().model_processes == processes
 
 
 async def test_a_busy_server_answers_tasks_from_its_model_process(tmp_path: Path, fake: FakeLLM) -> None:
