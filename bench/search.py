@@ -33,6 +33,7 @@ import anyio.lowlevel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mcp_subagents.cli import THREAD_SWITCH_INTERVAL
 from mcp_subagents.tools import builtin_tools
 from mcp_subagents.tools.base import ToolContext
 from mcp_subagents.tools.ripgrep import find_ripgrep
@@ -133,6 +134,23 @@ async def keep_busy(stop: anyio.Event) -> None:
         await anyio.lowlevel.checkpoint()
 
 
+PYTHON_DEFAULT_SWITCH_INTERVAL = 0.005
+
+
+def at_switch_interval(interval: float, action: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
+    """`action` with the interpreter's thread switch interval at `interval` (the server sets its own, below)."""
+
+    async def run() -> None:
+        served = sys.getswitchinterval()
+        sys.setswitchinterval(interval)
+        try:
+            await action()
+        finally:
+            sys.setswitchinterval(served)
+
+    return run
+
+
 def while_busy(action: Callable[[], Awaitable[Any]]) -> Callable[[], Awaitable[Any]]:
     async def run() -> None:
         stop = anyio.Event()
@@ -209,6 +227,11 @@ async def main(plan: Plan, repeats: int) -> None:
             ("Glob, event loop busy / idle", while_busy(glob_all), glob_all),
             ("many: Grep count, event loop busy / idle", while_busy(count_many), count_many),
             ("Read 2000 lines of 1 MB, event loop busy / idle", while_busy(read_small), read_small),
+            (
+                "... with Python's default switch interval, 5 ms",
+                at_switch_interval(PYTHON_DEFAULT_SWITCH_INTERVAL, while_busy(read_small)),
+                read_small,
+            ),
         ]
         figures: dict[str, list[float]] = {}
         gc.freeze()  # as the server does after start-up: what was built so far stays out of full collections
@@ -237,4 +260,5 @@ if __name__ == "__main__":
     parser.add_argument("--smoke", action="store_true", help="small counts, for CI")
     parser.add_argument("--repeat", type=int, default=1, help="measure everything this many times, for the spread")
     options = parser.parse_args()
+    sys.setswitchinterval(THREAD_SWITCH_INTERVAL)  # as `mcp-subagents serve` runs
     anyio.run(main, SMOKE if options.smoke else FULL, options.repeat)
