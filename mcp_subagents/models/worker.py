@@ -50,12 +50,18 @@ def main() -> int:
     )
     for name in ("httpx", "httpx2"):
         logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
+    model: Model | None = None
     try:
         model = build_model(startup.config, startup.deadline, startup.max_retries)
+        reply: tuple[str, str] = ("ready", model.provider)
     except Exception as exc:
-        send_frame_blocking(sock, ("failed", f"{type(exc).__name__}: {exc}"))
+        reply = ("failed", f"{type(exc).__name__}: {exc}")
+    try:
+        send_frame_blocking(sock, reply)
+    except OSError:  # the server went away while the SDK was imported
+        return 0
+    if model is None:
         return 1
-    send_frame_blocking(sock, ("ready", model.provider))
     sock.setblocking(False)
     anyio.run(_serve, sock, model)
     return 0
