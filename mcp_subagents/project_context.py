@@ -90,6 +90,9 @@ class _Collector:
         self._seen: set[Path] = set()
 
     def add(self, path: Path, kind: InstructionKind, *, anchor: Path | None, depth: int = 0) -> None:
+        # Most places hold no such file: one stat says so, where resolving the path costs one per component.
+        if not path.is_file():
+            return
         try:
             real = path.resolve()
         except (OSError, RuntimeError):
