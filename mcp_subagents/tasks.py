@@ -259,8 +259,19 @@ class TaskManager:
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
         opening = partial(self._write_opening, record, header, tuple(history), lines)
-        self._group.start_soon(self._execute, record, job, opening, name=f"task {task_id}")
+        self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
+        self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
         return record
+
+    async def _open_files(self, record: TaskRecord, opening: Callable[[], None]) -> None:
+        """Create the task's files in a worker thread and write their first lines; `record.opened` is set after,
+        whatever happens (even at shutdown: a transcript always starts with its header)."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(self._create_files, record)
+                opening()
+            finally:
+                record.opened.set()
 
     def _write_opening(
         self, record: TaskRecord, header: TranscriptHeader, history: tuple[Message, ...], lines: list[str]
@@ -439,22 +450,23 @@ class TaskManager:
 
     # ---- running a task ---------------------------------------------------------------------------------------------
 
-    async def _execute(self, record: TaskRecord, job: Job, opening: Callable[[], None]) -> None:
+    async def _execute(self, record: TaskRecord, job: Job) -> None:
+        """Wait for a place (in launch order: nothing is awaited before the limiter), then run. The task's files are
+        created meanwhile (`_open_files`); the run and the end line wait for them."""
         outcome: TaskOutcome | None = None
-        # The files come first, even for a task stopped at once: a transcript always starts with its header.
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self._create_files, record)
-        opening()
-        record.opened.set()
         try:
             with record.scope:
                 if record.parent is not None:  # it borrows the slot of the parent that waits for it
+                    await record.opened.wait()
                     outcome = await self._run(record, job)
                 else:
                     async with self._limiter:
                         self._queue.remove(record.id)
+                        await record.opened.wait()
                         outcome = await self._run(record, job)
         finally:
+            with anyio.CancelScope(shield=True):
+                await record.opened.wait()
             self._finish(record, outcome or self._cancelled(record))
 
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:

@@ -190,3 +190,22 @@ async def test_a_finished_task_leaves_memory_and_is_read_back_from_its_transcrip
     assert again.state == record.state == "completed" and again.finished
     assert again.outcome == record.outcome
     assert again.outcome is not None and again.outcome.text == "the answer"
+
+
+async def test_queued_tasks_run_in_the_order_they_were_launched_each_with_its_files(tmp_path: Path) -> None:
+    """Each task's files are created in a worker thread, in whatever order the threads finish; the queue order and
+    the transcript's first line do not depend on it."""
+    order: list[str] = []
+
+    async def job(record: TaskRecord, _listener: Listener) -> RunResult:
+        first = record.transcript.path.read_text(encoding="utf-8").splitlines()[0]
+        assert json.loads(first)["type"] == "header"
+        assert record.output_path.read_text(encoding="utf-8").startswith(f"[task {record.id}]")
+        order.append(record.id)
+        return result()
+
+    async with manager(tmp_path, max_concurrent=1) as tasks:
+        launched = [start(tasks, job) for _ in range(8)]
+        for record in launched:
+            await tasks.wait(record, 5)
+    assert order == [record.id for record in launched]
