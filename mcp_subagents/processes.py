@@ -207,8 +207,8 @@ def forbid_inspection() -> None:
 
 
 def harden_server_process() -> None:
-    """Make this process non-dumpable (other processes of the same user cannot read its memory, environment or file
-    descriptors through /proc, nor attach a debugger) and a child subreaper (see the module docstring)."""
+    """Make this process non-dumpable (`forbid_inspection`) and a child subreaper (see the module docstring), and
+    raise its open-file limit."""
     global _subreaper
     forbid_inspection()
     _subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)

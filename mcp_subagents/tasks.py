@@ -286,11 +286,10 @@ class TaskManager:
     def _create_files(self, record: TaskRecord) -> None:
         """Create the task's two files; blocking, so run in a worker thread. A file that cannot be created is
         reported when it is first written."""
-        output = self._outputs.get(record.id)
-        for open_file in (record.transcript.open, output.open if output is not None else None):
-            if open_file is not None:
+        for created in (record.transcript, self._outputs.get(record.id)):
+            if created is not None:
                 with contextlib.suppress(OSError):
-                    open_file()
+                    created.open()
 
     def lineage(self, record: TaskRecord) -> list[TaskRecord]:
         """The task, its parent, and so on up to the task a host launched."""
@@ -457,12 +456,10 @@ class TaskManager:
         try:
             with record.scope:
                 if record.parent is not None:  # it borrows the slot of the parent that waits for it
-                    await record.opened.wait()
                     outcome = await self._run(record, job)
                 else:
                     async with self._limiter:
                         self._queue.remove(record.id)
-                        await record.opened.wait()
                         outcome = await self._run(record, job)
         finally:
             with anyio.CancelScope(shield=True):
@@ -470,6 +467,7 @@ class TaskManager:
             self._finish(record, outcome or self._cancelled(record))
 
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
+        await record.opened.wait()
         record.state = "running"
         record.progress.started_at = record.progress.last_activity = time.monotonic()
         self._write_transcript(record.transcript.running)

@@ -54,9 +54,7 @@ class FrameReader:
             anyio.IncompleteRead: it closed part-way through one.
             FrameError: the frame is too long or does not unpickle.
         """
-        (length,) = _HEADER.unpack(await self._stream.receive_exactly(_HEADER.size))
-        if length > MAX_FRAME:
-            raise FrameError(f"a frame of {length} bytes announced, over the limit of {MAX_FRAME}")
+        length = _payload_length(await self._stream.receive_exactly(_HEADER.size))
         return _decode(await self._stream.receive_exactly(length))
 
 
@@ -71,10 +69,14 @@ def receive_frame_blocking(sock: socket.socket) -> object:
         EOFError: the other end closed.
         FrameError: as `FrameReader.receive`.
     """
-    (length,) = _HEADER.unpack(_receive_exactly(sock, _HEADER.size))
+    return _decode(_receive_exactly(sock, _payload_length(_receive_exactly(sock, _HEADER.size))))
+
+
+def _payload_length(header: bytes) -> int:
+    (length,) = _HEADER.unpack(header)
     if length > MAX_FRAME:
         raise FrameError(f"a frame of {length} bytes announced, over the limit of {MAX_FRAME}")
-    return _decode(_receive_exactly(sock, length))
+    return length
 
 
 def _receive_exactly(sock: socket.socket, size: int) -> bytes:

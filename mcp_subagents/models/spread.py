@@ -6,8 +6,8 @@ pace. `SpreadModel` sends requests from the server's own adapter while fewer tha
 beyond that it starts model processes (`worker`), each with an adapter of its own, and sends the overflow to the
 least busy one. A few tasks at once never start one, so a small server stays one process.
 
-A model process that cannot start is reported once and not tried again; one that dies later fails the requests it
-was answering (the loop reports each as a model error) and is started afresh when the load comes back.
+A model process that cannot start is reported once and not tried again; the requests of one that dies later are
+sent again from the server, and a new one starts when the load comes back.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class ModelProcess:
         ours, theirs = socket.socketpair()
         try:
             process = await anyio.open_process(
-                worker_command(),
+                own_module_command("mcp_subagents.models.worker"),
                 stdin=theirs.fileno(),
                 stdout=subprocess.DEVNULL,  # stdout is the protocol
                 stderr=None,  # its log lines join the server's
@@ -290,7 +290,3 @@ class SpreadModel:
         close: Callable[[], Coroutine[Any, Any, None]] | None = getattr(self.local, "aclose", None)
         if close is not None:
             await close()
-
-
-def worker_command() -> list[str]:
-    return own_module_command("mcp_subagents.models.worker")

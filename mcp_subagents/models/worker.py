@@ -1,9 +1,10 @@
 """A model process: sends model requests for the server, so that with many tasks at once the provider SDK's work
 (HTTP, streaming, parsing) runs on another core.
 
-Started by `spread.ModelProcess` as `python -m mcp_subagents.models.worker` with one end of a socket pair as its
-stdin. The first frame is a `WorkerStartup`; the process builds the same adapter the server would (the SDK import and
-the offline rehearsal included), answers ("ready", provider) or ("failed", reason), and then serves:
+Started by `spread.ModelProcess` (through `processes.own_module_command`, so the project's files are not on its
+import path) with one end of a socket pair as its stdin. The first frame is a `WorkerStartup`; the process builds
+the same adapter the server would (the SDK import and the offline rehearsal included), answers ("ready", provider)
+or ("failed", reason), and then serves:
 
     ("request", id, ModelRequest)   ->  ("answer", id, ModelResponse) or ("error", id, ModelAPIError)
     ("cancel", id)                  ->  the request stops (its connection is dropped); no answer follows
@@ -18,7 +19,6 @@ import logging
 import os
 import socket
 import sys
-from typing import cast
 
 import anyio
 from anyio.abc import SocketStream, TaskGroup
@@ -90,10 +90,7 @@ async def _serve(sock: socket.socket, model: Model) -> None:
 def _dispatch(
     frame: object, group: TaskGroup, running: dict[int, anyio.CancelScope], model: Model, writer: FrameWriter
 ) -> None:
-    if not isinstance(frame, tuple) or not frame:
-        raise SystemExit("the server sent something that is not a frame of ours")
-    parts = cast(tuple[object, ...], frame)
-    match parts:
+    match frame:
         case ("request", int(number), ModelRequest() as request):
             scope = running[number] = anyio.CancelScope()
             group.start_soon(_answer, number, request, scope, running, model, writer)
@@ -102,7 +99,7 @@ def _dispatch(
             if scope is not None:
                 scope.cancel()
         case _:
-            raise SystemExit(f"the server sent an unknown frame: {parts[0]!r}")
+            raise SystemExit(f"the server sent a frame that is not ours: {frame!r:.200}")
 
 
 async def _answer(
