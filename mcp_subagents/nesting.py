@@ -8,11 +8,13 @@ a stop of the parent stops it, and its usage counts in the parent's.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field
 
 from .definitions import NESTED_TOOL_NAME, AgentDefinition, tool_base_name
+from .messages import JsonObject
 from .models.base import EFFORT_LEVELS, EffortLevel
 from .models.resolve import TASK_MODEL_CHOICES
 from .tools import AGENT_TOOLS
@@ -59,9 +61,29 @@ def wants_task_tool(definition: AgentDefinition) -> bool:
 
 def nested_task_tool(agents: Sequence[tuple[str, str, str]], launch: Launcher) -> Tool:
     """The Task tool for one run; `agents` are (name, description, tools summary) of the launchable agents."""
+    listed = tuple(agents)
+
+    async def run(_ctx: ToolContext, arguments: ToolInput) -> str:
+        assert isinstance(arguments, NestedTaskInput)
+        return await launch(arguments)
+
+    return Tool(
+        name=NESTED_TOOL_NAME,
+        description=_description(listed),
+        input_model=NestedTaskInput,
+        run=run,
+        schema=_schema(tuple(name for name, _, _ in listed)),
+    )
+
+
+@lru_cache(maxsize=64)
+def _schema(names: tuple[str, ...]) -> JsonObject:
+    """The input schema for these agent names. Shared by the runs that list the same agents, so the model adapters
+    find the tools' encoding they kept (they key it by schema identity) instead of encoding it again each run.
+    Callers must not mutate it."""
     schema = dict(input_schema(NestedTaskInput))
     properties = dict(schema["properties"])
-    properties["subagent_type"] = {**properties["subagent_type"], "enum": [name for name, _, _ in agents]}
+    properties["subagent_type"] = {**properties["subagent_type"], "enum": list(names)}
     properties["model"] = {
         "type": "string",
         "enum": list(TASK_MODEL_CHOICES),
@@ -73,21 +95,11 @@ def nested_task_tool(agents: Sequence[tuple[str, str, str]], launch: Launcher) -
         "description": properties["effort"].get("description", ""),
     }
     schema["properties"] = properties
-
-    async def run(_ctx: ToolContext, arguments: ToolInput) -> str:
-        assert isinstance(arguments, NestedTaskInput)
-        return await launch(arguments)
-
-    return Tool(
-        name=NESTED_TOOL_NAME,
-        description=_description(agents),
-        input_model=NestedTaskInput,
-        run=run,
-        schema=schema,
-    )
+    return schema
 
 
-def _description(agents: Sequence[tuple[str, str, str]]) -> str:
+@lru_cache(maxsize=64)
+def _description(agents: tuple[tuple[str, str, str], ...]) -> str:
     listing = "\n".join(f"- {name}: {' '.join(text.split())} (Tools: {tools})" for name, text, tools in agents)
     return (
         "Launch a subagent to do a self-contained part of your task on its own. It works while you wait; its final "

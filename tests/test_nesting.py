@@ -139,3 +139,21 @@ async def test_a_nested_task_asks_the_person_through_the_hosts_call(tmp_path: Pa
     [question] = host.questions
     assert question.startswith("Subagent 'general-purpose (launched by general-purpose)' wants to run Write")
     assert "Permission denied" not in body
+
+
+def test_runs_that_list_the_same_agents_share_one_task_schema() -> None:
+    """The model adapters keep each tool's encoding by schema identity; a schema rebuilt every run re-encoded the
+    tools in the first request of every run."""
+    from mcp_subagents.nesting import nested_task_tool
+
+    async def launch(_arguments: object) -> str:
+        return ""
+
+    agents = [("reviewer", "Reviews code.", "Read, Grep"), ("tester", "Runs tests.", "Bash")]
+    first, second = nested_task_tool(agents, launch), nested_task_tool(list(agents), launch)
+    other = nested_task_tool(agents[:1], launch)
+
+    assert first.schema is second.schema and first.description is second.description
+    assert first.schema is not None and other.schema is not None
+    assert first.schema["properties"]["subagent_type"]["enum"] == ["reviewer", "tester"]
+    assert other.schema["properties"]["subagent_type"]["enum"] == ["reviewer"]
