@@ -49,6 +49,8 @@ TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TASK_ID_BYTES = 16
 FINISHED_SHOWN = 20
 """Finished tasks the App view lists besides the live ones."""
+IDLE_SLACK_SECONDS = 1.0
+"""At most this much (or 1 % of the idle limit) is added to a task's idle deadline when its events push it back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -511,10 +513,13 @@ class TaskManager:
     def _keep_busy(self, record: TaskRecord) -> None:
         """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
         task works), except while a permission question waits for a person."""
+        now, idle_timeout = anyio.current_time(), self.limits.idle_timeout
         for busy in self.lineage(record):
             busy.progress.last_activity = time.monotonic()
-            if busy.idle is not None and not busy.resources.asking:
-                busy.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+            if busy.idle is not None and not busy.resources.asking and busy.idle.deadline < now + idle_timeout:
+                # A little later than needed, so that a busy task reschedules its timer once per slack, not at
+                # every event; the limit is never shorter than configured.
+                busy.idle.deadline = now + idle_timeout + min(IDLE_SLACK_SECONDS, idle_timeout / 100)
 
     def _track(self, record: TaskRecord, event: TaskEvent) -> bool:
         """Update the task's progress and transcript from one event; True when the event spent tokens."""
