@@ -21,6 +21,8 @@ from typing import Final, Literal, TypeAlias
 
 import anyio
 
+from .prompts import inside_git_checkout
+
 logger = logging.getLogger(__name__)
 
 InstructionKind: TypeAlias = Literal["managed", "user", "project", "local"]
@@ -209,6 +211,8 @@ async def git_status(cwd: Path, env: dict[str, str]) -> GitStatus | None:
 
 
 async def _read_git_status(cwd: Path, env: dict[str, str]) -> GitStatus | None:
+    if not any(name in env for name in _GIT_LOCATION_VARIABLES) and not inside_git_checkout(cwd):
+        return None  # git would look for a `.git` there too and find none: a process less per Task
     git = _Git(cwd, env)
     try:
         if await git.run("rev-parse", "--is-inside-work-tree") != "true":
@@ -250,6 +254,10 @@ def git_status_block(status: GitStatus) -> str:
     parts += ["Status:", text or "(clean)", "", "Recent commits:", status.recent_commits or "(none)", ""]
     parts.append(GIT_STATUS_OUTRO)
     return "<system-reminder>\n" + "\n".join(parts) + "\n</system-reminder>"
+
+
+_GIT_LOCATION_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE")
+"""With these git finds a repository without a `.git` above the working directory."""
 
 
 class _GitFailed(Exception):

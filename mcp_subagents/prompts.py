@@ -31,7 +31,8 @@ to other services or places beyond what the task needs.
 - Do not use emojis unless asked, and do not put a colon right before a tool call."""
 
 
-def _is_git_repo(cwd: Path) -> bool:
+def inside_git_checkout(cwd: Path) -> bool:
+    """`cwd` or a folder above it holds a `.git` (a folder, or the file of a worktree or submodule)."""
     return any((directory / ".git").exists() for directory in (cwd, *cwd.parents))
 
 
@@ -62,7 +63,7 @@ def environment_block(
         "<env>\n"
         f"Working directory: {cwd}\n"
         f"{note}"
-        f"Is directory a git repo: {'Yes' if _is_git_repo(cwd) else 'No'}\n"
+        f"Is directory a git repo: {'Yes' if inside_git_checkout(cwd) else 'No'}\n"
         f"Platform: {platform.system().lower()}\n"
         f"OS Version: {platform.system()} {platform.release()}\n"
         f"Today's date: {today.isoformat()}\n"

@@ -88,17 +88,45 @@ def test_memory_index_is_cut_at_25_kb(tmp_path: Path) -> None:
     assert "was cut here" in shown
 
 
-async def test_tasks_launched_together_share_one_git_status_and_later_ones_ask_again(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q")
+def logging_git(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose `git` writes its arguments to the returned log, then runs the real git."""
     bin_dir, log = tmp_path / "bin", tmp_path / "git.log"
     bin_dir.mkdir()
     real_git = shutil.which("git")
     wrapper = bin_dir / "git"
     wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real_git}" "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}, log
+
+
+async def test_outside_a_repository_no_git_process_is_started(tmp_path: Path) -> None:
+    folder = tmp_path / "plain" / "folder"
+    folder.mkdir(parents=True)
+    env, log = logging_git(tmp_path)
+
+    assert await git_status(folder, env) is None
+    assert not log.exists()
+
+
+async def test_a_repository_named_by_git_dir_is_found_without_a_dot_git_above(tmp_path: Path) -> None:
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    git(repo, "init", "-q", "-b", "side")
+    git(repo, "-c", "user.name=A", "-c", "user.email=a@b.c", "commit", "-q", "--allow-empty", "-m", "first")
+    env, log = logging_git(tmp_path)
+
+    status = await git_status(elsewhere, {**env, "GIT_DIR": str(repo / ".git")})
+
+    assert status is not None and status.branch == "side"
+    assert log.exists()
+
+
+async def test_tasks_launched_together_share_one_git_status_and_later_ones_ask_again(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    env, log = logging_git(tmp_path)
 
     def status_runs() -> int:
         return sum("--is-inside-work-tree" in line for line in log.read_text(encoding="utf-8").splitlines())
