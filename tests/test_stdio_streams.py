@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,11 @@ import anyio
 import pytest
 
 from mcp_subagents.jsonrpc_guard import GuardedLines
-from mcp_subagents.stdio_streams import _nonblocking_writer  # pyright: ignore[reportPrivateUsage]
+from mcp_subagents.stdio_streams import (
+    WRITE_QUEUE_MESSAGES,
+    _nonblocking_writer,  # pyright: ignore[reportPrivateUsage]
+    _wire_streams,  # pyright: ignore[reportPrivateUsage]
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -73,6 +77,35 @@ async def test_a_message_larger_than_the_pipe_waits_for_the_reader_and_arrives_i
         # The host's own descriptor (and the file description it shares) stays blocking.
         assert not fcntl.fcntl(write_end, fcntl.F_GETFL) & os.O_NONBLOCK
     assert received.decode() == message
+
+
+async def test_messages_sent_while_the_host_reads_nothing_arrive_whole_and_in_order() -> None:
+    """Senders do not wait for the wire while the queue has room; the writer puts out what is queued together."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    async def no_input() -> AsyncIterator[str]:
+        return
+        yield
+
+    count = WRITE_QUEUE_MESSAGES // 2
+    with pipe() as (read_end, write_end), ExitStack() as stack:
+        writer = _nonblocking_writer(write_end, stack)
+        assert writer is not None
+        received = bytearray()
+        with anyio.fail_after(30):
+            async with _wire_streams(no_input(), writer) as (_, write_stream):
+                for number in range(count):  # 1 KB each: far more than the pipe holds
+                    notification = types.JSONRPCNotification(
+                        jsonrpc="2.0", method="notifications/message", params={"n": number, "text": "x" * 1000}
+                    )
+                    await write_stream.send(SessionMessage(notification))
+                await write_stream.aclose()
+                while received.count(b"\n") < count:
+                    await anyio.wait_readable(read_end)
+                    received += os.read(read_end, 1 << 20)
+    lines = received.decode().splitlines()
+    assert [json.loads(line)["params"]["n"] for line in lines] == list(range(count))
 
 
 async def test_a_socket_is_written_without_blocking_and_left_blocking() -> None:
