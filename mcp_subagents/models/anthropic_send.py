@@ -26,7 +26,8 @@ _PER_BODY_HEADERS = frozenset({"content-length", "transfer-encoding"})
 @dataclass(frozen=True, slots=True)
 class RequestTemplate:
     url: httpx2.URL
-    headers: tuple[tuple[str, str], ...]
+    headers: httpx2.Headers
+    """The client's headers and the SDK's, merged once: without the body's length."""
     extensions: dict[str, Any]
 
 
@@ -46,12 +47,15 @@ async def request_template(client: anthropic.AsyncAnthropic) -> RequestTemplate 
         or getattr(client, "_middleware", None)
         or cls._prepare_options not in _KNOWN_OPTION_HOOKS  # pyright: ignore[reportPrivateUsage]
         or cls._prepare_request is not AsyncAPIClient._prepare_request  # pyright: ignore[reportPrivateUsage]
+        or client._client.params  # pyright: ignore[reportPrivateUsage]
     ):
         return None
     options = FinalRequestOptions.construct(method="post", url=MESSAGES_PATH, content=b"")
     options = await client._prepare_options(options)  # pyright: ignore[reportPrivateUsage]
     built = client._build_request(options)  # pyright: ignore[reportPrivateUsage]
-    headers = tuple((name, value) for name, value in built.headers.items() if name.lower() not in _PER_BODY_HEADERS)
+    headers = httpx2.Headers(
+        [(name, value) for name, value in built.headers.multi_items() if name.lower() not in _PER_BODY_HEADERS]
+    )
     return RequestTemplate(built.url, headers, dict(built.extensions))
 
 
@@ -64,8 +68,15 @@ async def send_streaming(client: anthropic.AsyncAnthropic, template: RequestTemp
         anthropic.APIStatusError: the answer's status is not a success (the SDK's subclass for the status).
     """
     http = client._client  # pyright: ignore[reportPrivateUsage]
-    request = http.build_request(
-        "POST", template.url, content=body, headers=list(template.headers), extensions=template.extensions
+    # What `http.build_request` makes, without merging the client's headers, URL and timeout again each time: the
+    # template holds them merged. The client's cookies still go along, as build_request sends them.
+    request = httpx2.Request(
+        "POST",
+        template.url,
+        content=body,
+        headers=template.headers,
+        cookies=http.cookies,
+        extensions=template.extensions,
     )
     try:
         response = await http.send(request, stream=True)

@@ -85,3 +85,17 @@ async def test_a_client_that_prepares_its_own_requests_keeps_the_sdk_path() -> N
     finally:
         await plain.close()
         await signed.close()
+
+
+async def test_a_cookie_the_api_sets_goes_with_the_next_request(fake: FakeLLM, make_model: MakeModel) -> None:
+    """As the SDK's client sends its cookie jar (a load balancer's stickiness cookie, say) with every request."""
+    model = make_model(max_retries=1)
+    assert isinstance(model, AnthropicModel)
+    fake.push(error(529, headers={"set-cookie": "lb=sticky; Path=/", "retry-after": "0"}), turn(text("ok")))
+
+    answer = await model.request(ANTHROPIC.ask())
+
+    assert answer.parts
+    first, retried = fake.requests
+    assert "cookie" not in first["headers"]
+    assert retried["headers"]["cookie"] == "lb=sticky"
