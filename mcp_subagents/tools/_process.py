@@ -9,12 +9,17 @@ behind.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -78,26 +83,82 @@ async def run_captured(
     stderr: Sink,
     time_limit: float,
     drain_grace: float = OUTPUT_DRAIN_GRACE_SECONDS,
+    gather_seconds: float = 0.0,
 ) -> Finished:
-    """Run `command` to its end or its deadline, draining its output into the sinks.
+    """Run `command` to its end or its deadline, draining its output into the sinks. With `gather_seconds`, stdout
+    comes through a pipe read here, again only that long after a small chunk (see `_OwnPipe`).
 
     Raises:
         ToolError: the process could not be started.
     """
-    process = await _spawn(command)
-    try:
-        finished = await _supervise(process, command, stdout, stderr, time_limit, drain_grace)
-    except BaseException:
+    with ExitStack() as stack:
+        own = stack.enter_context(_OwnPipe()) if gather_seconds else None
+        process = await _spawn(command, stdout=own.write_end if own is not None else subprocess.PIPE)
+        if own is not None:
+            own.close_write_end()  # the child holds it: its exit is the end of the output
+            read_stdout = partial(own.drain, stdout, gather_seconds)
+        else:
+            read_stdout = partial(_drain, process.stdout, stdout)
+        try:
+            finished = await _supervise(process, command, read_stdout, stderr, time_limit, drain_grace)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await terminate(process, command.tag)
+                await process.aclose()
+            raise
         with anyio.CancelScope(shield=True):
-            await terminate(process, command.tag)
             await process.aclose()
-        raise
-    with anyio.CancelScope(shield=True):
-        await process.aclose()
-    return finished
+        return finished
 
 
-async def _spawn(command: Command) -> Process:
+class _OwnPipe:
+    """A pipe for a child's stdout read here with plain reads, not by the event loop's pipe transport, which reads
+    (and wakes the loop) at every write of the child: rg searching in parallel writes once per file, 20,000 writes
+    for 20,000 files. `drain` pauses after a small chunk so the rest piles up in the pipe and comes in one read."""
+
+    def __init__(self) -> None:
+        self.read_end, self.write_end = os.pipe()  # neither is inherited; the child gets the write end as fd 1
+        os.set_blocking(self.read_end, False)
+        with contextlib.suppress(AttributeError, OSError):  # Linux: room for what piles up meanwhile
+            fcntl.fcntl(self.write_end, fcntl.F_SETPIPE_SZ, OWN_PIPE_BYTES)
+        self._open = [self.read_end, self.write_end]
+
+    def close_write_end(self) -> None:
+        self._close(self.write_end)
+
+    async def drain(self, sink: Sink, gather_seconds: float) -> None:
+        """Everything the child writes, into `sink`, until every holder of the write end closed it."""
+        while True:
+            try:
+                chunk = os.read(self.read_end, OWN_PIPE_BYTES)
+            except BlockingIOError:
+                await anyio.wait_readable(self.read_end)
+                continue
+            if not chunk:
+                return
+            sink.add(chunk)
+            if len(chunk) < GATHER_BELOW_BYTES:
+                await anyio.sleep(gather_seconds)
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            self._open.remove(fd)
+            os.close(fd)
+
+    def __enter__(self) -> _OwnPipe:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in list(self._open):
+            self._close(fd)
+
+
+GATHER_BELOW_BYTES = 4 * 1024
+"""After a chunk smaller than this, `_OwnPipe.drain` waits before reading again."""
+OWN_PIPE_BYTES = 1024 * 1024
+
+
+async def _spawn(command: Command, *, stdout: int = subprocess.PIPE) -> Process:
     started: list[Process] = []
     # Shielded: cancelled mid-spawn, asyncio would kill the process alone and orphan what it had already started.
     with anyio.CancelScope(shield=True):
@@ -108,6 +169,7 @@ async def _spawn(command: Command) -> Process:
                     cwd=command.cwd,
                     env=dict(command.env),
                     stdin=subprocess.DEVNULL if command.stdin is None else subprocess.PIPE,
+                    stdout=stdout,
                     start_new_session=True,
                 )
             )
@@ -117,14 +179,19 @@ async def _spawn(command: Command) -> Process:
 
 
 async def _supervise(
-    process: Process, command: Command, stdout: Sink, stderr: Sink, time_limit: float, drain_grace: float
+    process: Process,
+    command: Command,
+    read_stdout: Callable[[], Coroutine[Any, Any, None]],
+    stderr: Sink,
+    time_limit: float,
+    drain_grace: float,
 ) -> Finished:
     finished = Finished(pid=process.pid)
     drained = anyio.Event()
 
     async def drain_both() -> None:
         async with anyio.create_task_group() as readers:
-            readers.start_soon(_drain, process.stdout, stdout)
+            readers.start_soon(read_stdout)
             readers.start_soon(_drain, process.stderr, stderr)
         drained.set()
 

@@ -22,6 +22,8 @@ from .record_stream import RecordConsumer, RecordStream
 RIPGREP_TIMEOUT_SECONDS = 60.0
 MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_RIPGREP_STDERR_BYTES = 64 * 1024
+OUTPUT_GATHER_SECONDS = 0.001
+"""After a small piece of rg's output, how long the rest may pile up before it is read (see `_process._drain`)."""
 
 # Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
 WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
@@ -77,7 +79,13 @@ async def run_ripgrep(
     async with anyio.create_task_group() as group:
         group.start_soon(stdout.work)
         try:
-            outcome = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=RIPGREP_TIMEOUT_SECONDS)
+            outcome = await run_captured(
+                command,
+                stdout=stdout,
+                stderr=stderr,
+                time_limit=RIPGREP_TIMEOUT_SECONDS,
+                gather_seconds=OUTPUT_GATHER_SECONDS,
+            )
         except ToolError as exc:
             outcome = exc  # raised below: raised inside the task group, it would come out wrapped in a group
         finally:
