@@ -5,7 +5,8 @@ hops (write, then flush) and every line read one. A Task sends four or five noti
 and those hops were a fifth of the server's CPU. Here the wire descriptors are read when epoll says they are
 readable and written without blocking: a pipe through a descriptor of its own opened with O_NONBLOCK (Linux's
 /proc/self/fd), a socket (what Node hosts hand their children) with MSG_DONTWAIT. Neither changes the flags of the
-file description the host shares with us. Anything else (a terminal, a file, another OS) keeps the SDK's path.
+file description the host shares with us. Messages sent wait in a queue and go out together (`_wire_streams`).
+Anything else (a terminal, a file, another OS) keeps the SDK's path.
 
 As in the SDK, fd 0 reads the null device and fd 1 writes to stderr while serving, so tools' child processes can
 neither read the protocol nor write into it, and both are restored afterwards.
@@ -98,9 +99,9 @@ def _stderr_or_null() -> int:
 
 @asynccontextmanager
 async def stdio_server() -> AsyncGenerator[tuple[Any, Any]]:
-    """The SDK's `stdio_server()` (the same read and write streams of messages) with every malformed request that
-    carries an id answered (`jsonrpc_guard`), stdin read on the event loop, and stdout written on it too when both
-    are pipes or sockets (for a terminal or a file the SDK writes, through its worker thread)."""
+    """Streams of messages like the SDK's `stdio_server()`, with every malformed request that carries an id
+    answered (`jsonrpc_guard`), stdin read on the event loop, and, when both are pipes or sockets, stdout written on
+    it too, from a queue (`_wire_streams`); for a terminal or a file the SDK writes, through its worker thread."""
     from .jsonrpc_guard import GuardedLines, guarded_stdio
 
     with ExitStack() as stack:
