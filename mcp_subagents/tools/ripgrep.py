@@ -23,7 +23,7 @@ RIPGREP_TIMEOUT_SECONDS = 60.0
 MAX_RIPGREP_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_RIPGREP_STDERR_BYTES = 64 * 1024
 OUTPUT_GATHER_SECONDS = 0.001
-"""After a small piece of rg's output, how long the rest may pile up before it is read (see `_process._drain`)."""
+"""After a small piece of rg's output, how long the rest may pile up before it is read (see `_process._OwnPipe`)."""
 
 # Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
 WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
