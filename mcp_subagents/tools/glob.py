@@ -7,10 +7,10 @@ from pydantic import Field
 from ..errors import ToolError
 from ..glob_root import glob_root
 from .base import Tool, ToolContext, ToolInput
-from .glob_match import listing_matcher, ripgrep_name_filter
+from .glob_match import listing_matcher, may_match_hidden, ripgrep_name_filter
 from .newest_first import NewestFirst
 from .paths import resolve_path
-from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, run_ripgrep, search_root
+from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, WALK_OPTIONS_WITHOUT_HIDDEN, run_ripgrep, search_root
 
 GLOB_MAX_RESULTS = 100
 
@@ -47,9 +47,12 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         return str(root) if root.is_file() else "No files found"
     if not root.is_dir():
         return "No files found"
-    listing = ["--files", "--null", *WALK_OPTIONS, *ripgrep_name_filter(rest), *SKIP_GIT_DIRECTORY]
+    if may_match_hidden(rest):
+        listing = ["--files", "--null", *WALK_OPTIONS, *ripgrep_name_filter(rest), *SKIP_GIT_DIRECTORY]
+    else:  # rg skips hidden directories (and .git) itself, saving the walk and our matching of what they hold
+        listing = ["--files", "--null", *WALK_OPTIONS_WITHOUT_HIDDEN, *ripgrep_name_filter(rest)]
     prefix = f"{str(root).rstrip('/')}/"
-    found = NewestFirst(ctx, absolute=prefix.__add__, wanted=listing_matcher(rest))
+    found = NewestFirst(ctx, absolute=lambda paths: [prefix + path for path in paths], keep=listing_matcher(rest))
     completed = await run_ripgrep(ctx, listing, cwd=root, separator=b"\0", consumer=found)
     if completed.returncode == 2 and not completed.printed:
         raise ToolError(f"Listing files failed: {completed.error_text()}")

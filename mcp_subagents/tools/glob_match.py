@@ -9,6 +9,7 @@ whose globs accept every name the pattern could match lists a superset of the ma
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable
@@ -39,8 +40,23 @@ def ripgrep_name_filter(pattern: str) -> list[str]:
     return [*options, "--type", TYPE_NAME]
 
 
-def listing_matcher(pattern: str) -> Callable[[str], bool]:
-    """Decides which of the paths rg lists with `ripgrep_name_filter(pattern)` match `pattern`.
+def may_match_hidden(pattern: str) -> bool:
+    """Whether `pattern` (relative, braces allowed) can match a path in which a name starts with a dot. It cannot
+    when no path segment of any brace alternative starts with a dot (or an escape, or a bracket, to be safe): a
+    wildcard, a `?`, a bracket and `**` never match a leading dot. rg then need not list hidden files at all."""
+    if os.name == "nt":
+        return True  # there rg also hides files by their hidden attribute, which wcmatch does not know
+    alternatives = _alternatives(pattern)
+    if alternatives is None:
+        return True
+    return any(segment[:1] in _MAY_START_A_DOT for alternative in alternatives for segment in alternative.split("/"))
+
+
+_MAY_START_A_DOT = frozenset(".\\[")
+
+
+def listing_matcher(pattern: str) -> Callable[[list[str]], list[str]]:
+    """Keeps, of the paths rg lists with `ripgrep_name_filter(pattern)`, those that match `pattern`.
 
     When every brace alternative is `**/` and a name the filter checks exactly (`**/*.py`, `**/index.ts`), the
     filter has already judged the name and only the dot rules remain: `**` enters no directory whose name starts
@@ -48,18 +64,31 @@ def listing_matcher(pattern: str) -> Callable[[str], bool]:
     `PathMatcher` judges every path."""
     alternatives = _alternatives(pattern) if _filter_globs(pattern) else None
     if not alternatives or not all(_is_exact_name_filter(alternative) for alternative in alternatives):
-        return PathMatcher(pattern).match
+        return _each(PathMatcher(pattern).match)
     dotted_names = any(alternative.startswith("**/.") for alternative in alternatives)
-    if dotted_names and not all(alternative.startswith("**/.") for alternative in alternatives):
-        return PathMatcher(pattern).match  # some names may start with a dot and some not: wcmatch decides
+    if not dotted_names:
+        return _without_dotted_names
+    if not all(alternative.startswith("**/.") for alternative in alternatives):
+        return _each(PathMatcher(pattern).match)  # some names may start with a dot and some not: wcmatch decides
+    return _each(_only_the_name_dotted)
 
-    def match(path: str) -> bool:
-        directory, _, name = path.rpartition("/")
-        if directory and (directory.startswith(".") or "/." in directory):
-            return False
-        return name.startswith(".") == dotted_names
 
-    return match
+def _without_dotted_names(paths: list[str]) -> list[str]:
+    return [path for path in paths if not path.startswith(".") and "/." not in path]
+
+
+def _only_the_name_dotted(path: str) -> bool:
+    directory, _, name = path.rpartition("/")
+    if directory and (directory.startswith(".") or "/." in directory):
+        return False
+    return name.startswith(".")
+
+
+def _each(match: Callable[[str], bool]) -> Callable[[list[str]], list[str]]:
+    def keep(paths: list[str]) -> list[str]:
+        return list(filter(match, paths))
+
+    return keep
 
 
 def _is_exact_name_filter(alternative: str) -> bool:
@@ -116,12 +145,14 @@ def _case_sensitive() -> bool:
     return util.is_case_sensitive()
 
 
-def _alternatives(pattern: str) -> list[str] | None:
-    """The pattern's brace alternatives, as wcmatch expands them; None when there are too many."""
+@functools.lru_cache(maxsize=64)
+def _alternatives(pattern: str) -> tuple[str, ...] | None:
+    """The pattern's brace alternatives, as wcmatch expands them; None when there are too many. (Glob asks up to
+    five times per call.)"""
     import bracex  # imported on first use, like wcmatch
 
     try:
-        return bracex.expand(pattern, keep_escapes=True, limit=MAX_ALTERNATIVES)
+        return tuple(bracex.expand(pattern, keep_escapes=True, limit=MAX_ALTERNATIVES))
     except bracex.ExpansionLimitException:
         return None
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput
-from .grep_results import FileBlock, GrepResults, LinesByFile, SearchTarget
+from .grep_results import GrepResults, LinesByFile, SearchTarget
 from .newest_first import NewestFirst
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
@@ -118,9 +118,9 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
     target = SearchTarget.of(search_root(ctx, args.path), ctx.cwd)
     arguments = [*WALK_OPTIONS, *_grep_options(args), *SKIP_GIT_DIRECTORY, "-e", args.pattern, "--", target.argument]
     if args.output_mode == "files_with_matches":
-        files = NewestFirst(ctx, absolute=target.absolute, skip_hard_links=True)
+        files = NewestFirst(ctx, absolute=target.absolute_all, skip_hard_links=True)
         completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\0", consumer=files)
-        results = GrepResults([FileBlock(path) for path in files.paths], files.skipped, files_only=True)
+        results = GrepResults([], files.skipped, files=files.paths)
     else:
         lines = LinesByFile(ctx, target, context_lines=_asks_for_context(args))
         completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\n", consumer=lines)
@@ -129,7 +129,7 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
     if completed.returncode not in (0, 1) and not completed.printed:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
-    if not results.blocks:
+    if not results.blocks and not results.files:
         return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
     text = _render_grep(args, results)  # on the loop: under load a worker thread waits long for the interpreter
     if results.skipped:

@@ -7,6 +7,7 @@ newest first. Lines are kept per file and only the page asked for is rendered.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from .base import ToolContext
-from .paths import is_hard_linked
+from .paths import has_other_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,16 @@ class SearchTarget:
             return path
         return f"{self.prefix}{path[len(self.cut) :]}"
 
+    def absolute_all(self, paths: list[str]) -> list[str]:
+        """`absolute` of each path, in one pass (rg can list tens of thousands)."""
+        prefix, cut = self.prefix, self.cut
+        if not prefix:
+            return paths
+        if not cut:
+            return [prefix + path for path in paths]
+        length = len(cut)
+        return [prefix + path[length:] if path.startswith(cut) else path for path in paths]
+
 
 @dataclass(slots=True)
 class FileBlock:
@@ -55,28 +66,28 @@ class FileBlock:
 @dataclass(slots=True)
 class GrepResults:
     blocks: list[FileBlock]
-    """In the order shown: files newest first (files_with_matches), else by path as `rg --sort path` orders them."""
+    """Content and count: in the order shown, by path as `rg --sort path` orders them."""
     skipped: set[str]
     """The hard-linked files left out."""
     separator: str | None = None
     """What rg prints between groups of context lines (and between files), when it prints context."""
-    files_only: bool = False
-    """files_with_matches: one entry per file, its path."""
+    files: list[str] | None = None
+    """files_with_matches: the files instead of blocks, in the order shown (newest first)."""
     context_lines: bool = False
     """Lines around the matches were asked for: they are shown as `path-line` when numbered."""
 
     @property
     def total(self) -> int:
         """How many entries there are to page through: lines, counts or files."""
-        if self.files_only:
-            return len(self.blocks)
+        if self.files is not None:
+            return len(self.files)
         lines = sum(len(block.lines) for block in self.blocks)
         return lines + (len(self.blocks) - 1 if self.separator is not None and self.blocks else 0)
 
     def page(self, start: int, stop: int | None, *, line_numbers: bool) -> tuple[str, int]:
         """Entries `start` to `stop` (exclusive; None: to the end) as Grep shows them, one per line, and how many."""
-        if self.files_only:
-            paths = [block.path for block in self.blocks[start:stop]]
+        if self.files is not None:
+            paths = self.files[start:stop]
             return "\n".join(paths), len(paths)
         if self.separator is None and not self.context_lines:
             return self._match_lines(start, stop)
@@ -128,7 +139,7 @@ class LinesByFile:
     files and files a Read deny rule covers, in the order of `rg --sort path` once finished."""
 
     def __init__(self, ctx: ToolContext, target: SearchTarget, *, context_lines: bool) -> None:
-        self._shows = ctx.shows
+        self._readable = ctx.readable
         self._absolute = target.absolute
         self._context_lines = context_lines
         self._blocks: list[FileBlock] = []
@@ -145,6 +156,7 @@ class LinesByFile:
     def feed(self, records: list[str]) -> None:
         printed_path, pending = self._printed_path, self._pending
         lines: list[str | None] = self._lines
+        readable, stat_of = self._readable, os.stat
         for line in records:
             path, nul, rest = line.partition("\0")
             if not nul:
@@ -160,9 +172,13 @@ class LinesByFile:
                 printed_path, pending = path, 0
                 lines = [rest]
                 shown = self._absolute(path)
-                if is_hard_linked(shown):
+                try:
+                    info = stat_of(shown)
+                except (OSError, ValueError):
+                    info = None  # gone since rg read it: nothing is linked to it any more
+                if info is not None and info.st_nlink > 1 and has_other_names(info):
                     self._skipped.add(shown)
-                elif self._shows(shown):
+                elif readable is None or readable(shown):
                     self._blocks.append(FileBlock(shown, lines))
         self._printed_path, self._lines, self._pending = printed_path, lines, pending
 

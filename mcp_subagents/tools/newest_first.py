@@ -13,21 +13,21 @@ class NewestFirst:
     """Collects the files of rg's listing (a RecordConsumer) to show them most recently modified first, ties by path;
     a file that cannot be stat'ed any more comes last.
 
-    `absolute` turns a listed path into the one shown; `wanted` (given the listed path) drops files before any stat;
-    files a Read deny rule covers are left out, and with `skip_hard_links` regular files with more than one name
-    too (their other names may be outside the allowed roots), which are noted in `skipped`."""
+    `absolute` turns a batch of listed paths into the ones shown; `keep` (given a batch of listed paths) drops files
+    before any stat; files a Read deny rule covers are left out, and with `skip_hard_links` regular files with more
+    than one name too (their other names may be outside the allowed roots), which are noted in `skipped`."""
 
     def __init__(
         self,
         ctx: ToolContext,
         *,
-        absolute: Callable[[str], str],
-        wanted: Callable[[str], bool] | None = None,
+        absolute: Callable[[list[str]], list[str]],
+        keep: Callable[[list[str]], list[str]] | None = None,
         skip_hard_links: bool = False,
     ) -> None:
         self._ctx = ctx
         self._absolute = absolute
-        self._wanted = wanted
+        self._keep = keep
         self._skip_hard_links = skip_hard_links
         self._dated: list[tuple[int, str]] = []
         self.skipped: set[str] = set()
@@ -36,18 +36,21 @@ class NewestFirst:
 
     def feed(self, records: list[str]) -> None:
         listed = [record for record in records if record and record != "\n"]
-        if self._wanted is not None:
-            listed = list(filter(self._wanted, listed))
-        dated, skip_hard_links, shows, stat_of = self._dated, self._skip_hard_links, self._ctx.shows, os.stat
-        for path in map(self._absolute, listed):
+        if self._keep is not None:
+            listed = self._keep(listed)
+        dated, skip_hard_links, readable, stat_of = self._dated, self._skip_hard_links, self._ctx.readable, os.stat
+        for path in self._absolute(listed):  # tens of thousands of paths: every step here counts
             try:
                 info = stat_of(path)
             except (OSError, ValueError):
-                info = None  # gone since rg saw it: listed last
-            if skip_hard_links and info is not None and has_other_names(info):
-                self.skipped.add(path)
-            elif shows(path):
-                dated.append((-info.st_mtime_ns if info is not None else 0, path))
+                newest_first = 0  # gone since rg saw it: listed last
+            else:
+                if skip_hard_links and info.st_nlink > 1 and has_other_names(info):
+                    self.skipped.add(path)
+                    continue
+                newest_first = -info.st_mtime_ns
+            if readable is None or readable(path):
+                dated.append((newest_first, path))
 
     def finish(self) -> None:
         self._dated.sort()

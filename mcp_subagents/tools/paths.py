@@ -61,15 +61,6 @@ def _real_path(path: Path) -> Path:
         raise _swapped(path) from None
 
 
-def is_hard_linked(path: str | Path) -> bool:
-    """A regular file with more than one name (see `has_other_names`); False when nothing is there any more."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return False
-    return has_other_names(info)
-
-
 def has_other_names(info: os.stat_result) -> bool:
     """A regular file with more than one name. Unlike a symlink, a hard link does not say where its other names
     are: one of them may be outside the allowed roots."""

@@ -25,8 +25,10 @@ MAX_RIPGREP_STDERR_BYTES = 64 * 1024
 OUTPUT_GATHER_SECONDS = 0.001
 """After a small piece of rg's output, how long the rest may pile up before it is read (see `_process._OwnPipe`)."""
 
-# Shared by both tools: hidden files are searched, and .gitignore counts even outside a repository.
-WALK_OPTIONS = ("--no-config", "--hidden", "--no-require-git", "--color", "never")
+# Shared by both tools: .gitignore counts even outside a repository, and hidden files are searched (Glob leaves them
+# out when its pattern cannot match them).
+WALK_OPTIONS_WITHOUT_HIDDEN = ("--no-config", "--no-require-git", "--color", "never")
+WALK_OPTIONS = (*WALK_OPTIONS_WITHOUT_HIDDEN, "--hidden")
 # Must come after any other --glob: with rg, the last matching glob wins.
 SKIP_GIT_DIRECTORY = ("--glob", "!.git")
 

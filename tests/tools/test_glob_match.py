@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from wcmatch import glob as wcglob
 
 from mcp_subagents.glob_root import glob_flags
-from mcp_subagents.tools.glob_match import PathMatcher, listing_matcher, ripgrep_name_filter
+from mcp_subagents.tools.glob_match import PathMatcher, listing_matcher, may_match_hidden, ripgrep_name_filter
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool
@@ -62,11 +62,32 @@ def test_the_listing_matcher_decides_like_wcmatch_on_what_rg_lists(pattern: str,
     options = ripgrep_name_filter(pattern)
     name_globs = [option.split(":", 1)[1] for option in options if ":" in option]
     reference = wcglob.compile(pattern, flags=glob_flags())
-    match = listing_matcher(pattern)
+    listed = [
+        path
+        for path in candidates
+        if not name_globs or any(_rg_glob_accepts(glob, path.rpartition("/")[2]) for glob in name_globs)
+    ]
+    assert listing_matcher(pattern)(listed) == [path for path in listed if reference.match(path)], pattern
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=patterns, candidates=st.lists(paths, min_size=1, max_size=12))
+def test_a_pattern_said_to_match_no_hidden_name_matches_none(pattern: str, candidates: list[str]) -> None:
+    """Where Glob lets rg leave hidden files out, wcmatch would have matched none of them."""
+    if may_match_hidden(pattern):
+        return
+    reference = wcglob.compile(pattern, flags=glob_flags())
     for path in candidates:
-        name = path.rpartition("/")[2]
-        if not name_globs or any(_rg_glob_accepts(glob, name) for glob in name_globs):
-            assert match(path) == reference.match(path), (pattern, path)
+        if path.startswith(".") or "/." in path:
+            assert not reference.match(path), (pattern, path)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "hidden"),
+    [("**/*.py", False), ("src/*.{ts,tsx}", False), ("**/.env", True), ("*{,.x}", False), ("{a,.b}/*", True)],
+)
+def test_hidden_files_are_listed_only_for_patterns_that_spell_a_leading_dot(pattern: str, hidden: bool) -> None:
+    assert may_match_hidden(pattern) is hidden
 
 
 @pytest.mark.parametrize(
@@ -84,7 +105,7 @@ def test_the_listing_matcher_decides_like_wcmatch_on_what_rg_lists(pattern: str,
 )
 def test_the_listing_matcher_keeps_the_dot_rules(pattern: str, path: str, matches: bool) -> None:
     assert ripgrep_name_filter(pattern), "these patterns are filtered by name in rg"
-    assert listing_matcher(pattern)(path) is matches
+    assert listing_matcher(pattern)([path]) == ([path] if matches else [])
     assert bool(wcglob.compile(pattern, flags=glob_flags()).match(path)) is matches
 
 
@@ -143,6 +164,9 @@ GLOB_PATTERNS = [
     "**/brace*",
     "**/*{,.py}",
     "**/page.ts*",
+    "**/*.json",
+    "**/*.ts",
+    "**/tool.json",
 ]
 
 
@@ -153,7 +177,9 @@ def glob_tree(workdir: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x\n", encoding="utf-8")
         os.utime(path, ns=(10**18 + number * 10**9, 10**18 + number * 10**9))
-    (workdir / ".gitignore").write_text("build/\n*.log\n!keep/keep.log\n", encoding="utf-8")
+    # Whitelisted hidden files: rg lists them even without --hidden, and Glob must still leave them out where
+    # wcmatch would (a wildcard does not match a leading dot).
+    (workdir / ".gitignore").write_text("build/\n*.log\n!keep/keep.log\n!.config/\n!.hidden.ts\n", encoding="utf-8")
     (workdir / ".git").mkdir()
     (workdir / ".git" / "config.py").write_text("x\n", encoding="utf-8")
     return workdir
