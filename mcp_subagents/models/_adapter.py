@@ -96,6 +96,15 @@ REHEARSAL_REQUEST = ModelRequest(
 """A request with every kind of part, so the rehearsal maps what real requests carry."""
 
 
+class EventStreamAnswer(Protocol):
+    """What is read of a 200 answer before its events: an httpx2 response, or the Anthropic adapter's direct one."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    async def aread(self) -> bytes: ...
+
+
 class ClientOptions(TypedDict):
     """The keyword arguments that both SDKs' async clients are built with."""
 
@@ -321,7 +330,7 @@ class SdkAdapter(ABC, Generic[ClientT]):
             return PromptTooLongError(self._redact(message))
         return self._make(message, None, error_type not in _FATAL_ERROR_TYPES)
 
-    async def _require_event_stream(self, response: httpx2.Response) -> None:
+    async def _require_event_stream(self, response: EventStreamAnswer) -> None:
         """Raise a clear error when a 200 answer is not a stream of events (a login page, a wrong URL)."""
         content_type = response.headers.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != "text/event-stream":

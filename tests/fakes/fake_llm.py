@@ -32,6 +32,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 Json: TypeAlias = dict[str, Any]
 Api: TypeAlias = Literal["anthropic", "openai"]
@@ -117,7 +118,8 @@ class Raw:
 
     status: int = 200
     content_type: str = "text/html; charset=utf-8"
-    body: str = SIGN_IN_PAGE
+    body: str | bytes = SIGN_IN_PAGE
+    headers: Mapping[str, str] = field(default_factory=lambda: {})
 
 
 Step: TypeAlias = "Turn | Error | Hang | Malformed | Raw | Callable[[Json], Step]"
@@ -210,8 +212,18 @@ def malformed(body: str = '{"type": "message", "content": [oops') -> Malformed:
     return Malformed(body)
 
 
-def raw(status: int = 200, content_type: str = "text/html; charset=utf-8", body: str | None = None) -> Raw:
-    return Raw(status, content_type, SIGN_IN_PAGE if body is None else body)
+def raw(
+    status: int = 200,
+    content_type: str = "text/html; charset=utf-8",
+    body: str | bytes | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Raw:
+    return Raw(status, content_type, SIGN_IN_PAGE if body is None else body, dict(headers or {}))
+
+
+def anthropic_stream_bytes(t: Turn, body: Json) -> bytes:
+    """The event stream the fake streams for `t`, whole: for a `Raw` answer that changes how it is sent."""
+    return "".join(_anthropic_events(t, body)).encode()
 
 
 def hang(*, after_start: bool = False) -> Hang:
@@ -257,7 +269,12 @@ class FakeLLM:
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         config = uvicorn.Config(
-            self.app, http="h11", ws="none", lifespan="off", log_level="warning", timeout_graceful_shutdown=2
+            _also_as_a_proxy(self.app),
+            http="h11",
+            ws="none",
+            lifespan="off",
+            log_level="warning",
+            timeout_graceful_shutdown=2,
         )
         server = _Server(config)
         self._server = server
@@ -305,7 +322,9 @@ class FakeLLM:
         if isinstance(step, Error):
             return _error_response(api, step)
         if isinstance(step, Raw):
-            return Response(step.body, status_code=step.status, headers={"content-type": step.content_type})
+            return Response(
+                step.body, status_code=step.status, headers={"content-type": step.content_type, **step.headers}
+            )
         if isinstance(step, Malformed):
             if streaming:
                 kind = "message_start" if api == "anthropic" else "chunk"
@@ -348,6 +367,20 @@ class FakeLLM:
             tg.start_soon(watch_client)
             await stopping.wait()
             tg.cancel_scope.cancel()
+
+
+def _also_as_a_proxy(app: ASGIApp) -> ASGIApp:
+    """`app`, also answering requests sent to it as an HTTP proxy (`POST http://host/v1/messages`): the path is
+    what follows the host."""
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith(("http://", "https://")):
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        await app(scope, receive, send)
+
+    return serve
 
 
 class _Server(uvicorn.Server):

@@ -4,6 +4,7 @@ the SDK would change per request keep `client.post`."""
 
 from __future__ import annotations
 
+import gzip
 import re
 from typing import Any
 
@@ -11,9 +12,10 @@ import anthropic
 import httpx2
 import pytest
 
+from mcp_subagents.messages import TextPart
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.models.anthropic_send import request_template
-from tests.fakes.fake_llm import FakeLLM, error, text, turn
+from tests.fakes.fake_llm import FakeLLM, Json, Raw, anthropic_stream_bytes, error, raw, text, turn
 from tests.models.adapters import ANTHROPIC, MakeModel, Provider
 
 pytestmark = pytest.mark.anyio
@@ -99,3 +101,46 @@ async def test_a_cookie_the_api_sets_goes_with_the_next_request(fake: FakeLLM, m
     first, retried = fake.requests
     assert "cookie" not in first["headers"]
     assert retried["headers"]["cookie"] == "lb=sticky"
+
+
+async def test_the_default_client_sends_through_aiohttp_directly(make_model: MakeModel) -> None:
+    model = make_model()
+    assert isinstance(model, AnthropicModel)
+    template = await request_template(model._client_for_request())  # pyright: ignore[reportPrivateUsage]
+    assert template is not None and template.direct is not None
+
+
+async def test_a_compressed_event_stream_is_read_as_the_client_reads_it(fake: FakeLLM, make_model: MakeModel) -> None:
+    """An answer the direct path does not read itself (here gzip) is handed to httpx2, which decodes it."""
+
+    def gzipped(body: Json) -> Raw:
+        events = anthropic_stream_bytes(turn(text("packed")), body)
+        return raw(200, "text/event-stream", gzip.compress(events), {"content-encoding": "gzip"})
+
+    fake.push(gzipped)
+    answer = await make_model().request(ANTHROPIC.ask())
+    assert answer.parts == (TextPart(text="packed"),)
+
+
+async def test_a_redirect_is_followed_as_the_client_follows_it(fake: FakeLLM, make_model: MakeModel) -> None:
+    fake.push(raw(307, "text/plain", "", {"location": "/v1/messages"}), turn(text("moved")))
+    answer = await make_model(max_retries=0).request(ANTHROPIC.ask())
+    assert answer.parts == (TextPart(text="moved"),)
+    assert [request["path"] for request in fake.requests] == ["/v1/messages", "/v1/messages"]
+    assert fake.requests[0]["body"] == fake.requests[1]["body"]
+
+
+async def test_a_cookie_set_by_a_successful_answer_goes_with_the_next_request(
+    fake: FakeLLM, make_model: MakeModel
+) -> None:
+    def with_cookie(body: Json) -> Raw:
+        events = anthropic_stream_bytes(turn(text("first")), body)
+        return raw(200, "text/event-stream", events, {"set-cookie": "lb=node-2; Path=/"})
+
+    model = make_model()
+    fake.push(with_cookie, turn(text("second")))
+    first = await model.request(ANTHROPIC.ask())
+    second = await model.request(ANTHROPIC.ask())
+    assert (first.parts, second.parts) == ((TextPart(text="first"),), (TextPart(text="second"),))
+    assert "cookie" not in fake.requests[0]["headers"]
+    assert fake.requests[1]["headers"]["cookie"] == "lb=node-2"
