@@ -68,6 +68,8 @@ class Extensions:
     hooks: AgentHooks | None = None
     context: list[str] = field(default_factory=lambda: [])
     """Blocks for the start of the conversation (a server that did not start)."""
+    claude_settings: ClaudeSettings | None = None
+    """The settings files the run's extension points were read from; the run uses the same."""
 
 
 def server_notes(problems: list[ServerProblem]) -> tuple[dict[str, str], list[str]]:
@@ -136,7 +138,7 @@ class Extender:
         claude_settings = app.settings_files.load(place.project)
         trusted = app.trust.is_trusted(place.project)
         why_untrusted = app.trust.why_untrusted(place.project)
-        extensions = Extensions()
+        extensions = Extensions(claude_settings=claude_settings)
         if definition.mcp_servers:
             await self._start_servers(extensions, place, claude_settings, held, trusted=trusted, why=why_untrusted)
         nested = self._nested_task_tool(roots, place)

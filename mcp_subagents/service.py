@@ -626,7 +626,7 @@ class Subagents:
         from .models.profiles import model_profile
 
         cwd = place.cwd
-        claude_settings = self.settings_files.load(place.project)
+        claude_settings = extensions.claude_settings or self.settings_files.load(place.project)
         additional = self._additional_directories(claude_settings, place.project)
         # In a worktree the host's roots (the person's checkout) are out of reach: that is what isolation is for.
         host_roots = () if place.inside_worktree is not None else roots
@@ -651,7 +651,7 @@ class Subagents:
             compact_threshold=self.settings.compact_threshold,
         )
         policy = self._permission_policy(definition, place, allowed, claude_settings, extra_allow=extras.allow_rules)
-        sandbox = self._run_sandbox(policy, cwd, allowed, place.project)
+        sandbox = self._run_sandbox(policy, cwd, allowed)
         if sandbox is not None:
             held.callback(sandbox.close)
             if extensions.hooks is not None:  # the person's hook commands are confined like the agent's Bash
@@ -713,9 +713,7 @@ class Subagents:
             sandbox=sandbox, gate=gate_for(policy), sandboxed_gate=gate_for(sandboxed), denials=record.resources.denials
         )
 
-    def _run_sandbox(
-        self, policy: PermissionPolicy, cwd: Path, allowed: tuple[Path, ...], project: Path
-    ) -> RunSandbox | None:
+    def _run_sandbox(self, policy: PermissionPolicy, cwd: Path, allowed: tuple[Path, ...]) -> RunSandbox | None:
         from .permissions.patterns import DomainPattern, PathPattern
         from .sandbox.hidden import ReadDenials
 
@@ -728,7 +726,9 @@ class Subagents:
             for rule in policy.rules.listed("allow")
             if rule.applies_to("WebFetch") and isinstance(rule.matcher, DomainPattern)
         ]
-        settings_files = self._configuration_files(project)
+        settings_files = [
+            Path(path) for path in policy.protected.files
+        ]  # the configuration files, as the policy has them
         return self.sandbox.for_run(
             cwd=cwd,
             roots=allowed,

@@ -34,11 +34,13 @@ class ProjectTrust:
         self._cache: tuple[tuple[int, int] | None, frozenset[str]] = (None, frozenset())
 
     def is_trusted(self, project: Path) -> bool:
-        forms = _forms(project)
+        forms = _forms(project) if self._named else frozenset[str]()
         if any(named & forms for named in self._named):
             return True
         accepted = self._accepted()
-        candidates = set(forms)
+        if not accepted:
+            return False  # nothing to compare the folder and its repository with: spare their lookups
+        candidates = set(forms or _forms(project))
         root = _repository_root(project)
         if root is not None:
             candidates |= _forms(root)
