@@ -22,7 +22,11 @@ from .server import Scene, bash, make_scene, run_task
 
 pytestmark = pytest.mark.anyio
 
-REPORT_AND_SLEEP = '#!/bin/sh\necho $$ > "$(dirname "$0")/pids"\nexec /bin/sleep 1000\n'
+# Each process reports its pid and whether it still carries the command's tag (exec keeps the environment). Read
+# from /proc/<pid>/environ instead, the answer raced the exec: mid-exec it reads empty, as if untagged.
+REPORT_AND_SLEEP = (
+    '#!/bin/sh\necho "$$ ${MCP_SUBAGENTS_PROCESS_TAG:+tagged}" > "$(dirname "$0")/pids"\nexec /bin/sleep 1000\n'
+)
 DETACH = "setsid ./r.sh & nohup ./r.sh >/dev/null 2>&1 & (setsid sh -c './r.sh &' &); env -i /usr/bin/setsid ./r.sh & "
 """Four ways out of the command's process group; the last also drops the environment."""
 
@@ -43,13 +47,8 @@ async def scene_with_pids(tmp_path: Path, fake: FakeLLM) -> AsyncGenerator[tuple
         os.close(reader)
 
 
-def untagged(pid: int) -> bool:
-    """The process dropped the environment the server gave its command (and with it the command's tag)."""
-    return b"MCP_SUBAGENTS_PROCESS_TAG=" not in Path(f"/proc/{pid}/environ").read_bytes()
-
-
 async def read_pids(reader: int, count: int) -> list[int]:
-    """The pids the started processes report through the fifo, once `count` have."""
+    """The pids the started processes report through the fifo, once `count` have (see `untagged`)."""
     data = b""
     with anyio.fail_after(20):
         while data.count(b"\n") < count:
@@ -58,9 +57,21 @@ async def read_pids(reader: int, count: int) -> list[int]:
                 data += os.read(reader, 4096)
             except BlockingIOError:
                 continue
-    pids = [int(line) for line in data.split()]
+    lines = data.decode().splitlines()
+    pids = [int(line.split()[0]) for line in lines]
+    _untagged.clear()  # one read per test: pids of earlier tests may be reused
+    _untagged.update(int(line.split()[0]) for line in lines if "tagged" not in line)
     assert all(is_running(pid) for pid in pids)
     return pids
+
+
+_untagged: set[int] = set()
+
+
+def untagged(pid: int) -> bool:
+    """The process dropped the environment the server gave its command (and with it the command's tag), as it
+    reported through the fifo."""
+    return pid in _untagged
 
 
 async def test_task_stop_kills_what_left_the_group(tmp_path: Path, fake: FakeLLM) -> None:
