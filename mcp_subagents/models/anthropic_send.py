@@ -19,7 +19,7 @@ auth sends through httpx2 throughout.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,6 @@ from anthropic._vendor.httpx_aiohttp.transport import (
     AiohttpTransport,
     map_aiohttp_exceptions,
 )
-from multidict import CIMultiDict, CIMultiDictProxy
 
 MESSAGES_PATH = "/v1/messages"
 _PER_BODY_HEADERS = frozenset({"content-length", "transfer-encoding"})
@@ -45,7 +44,7 @@ class DirectRoute:
 
     transport: AiohttpTransport
     url: str
-    headers: CIMultiDict[str]
+    headers: tuple[tuple[str, str], ...]
     options: dict[str, Any]
     """aiohttp's request arguments besides the URL, headers and body: timeouts, proxy, no redirects."""
 
@@ -113,7 +112,7 @@ def _direct_route(
         "proxy_auth": aiohttp.BasicAuth(proxy.auth[0], proxy.auth[1]) if proxy and proxy.auth else None,
         "proxy_headers": proxy.headers if proxy else None,
     }
-    return DirectRoute(transport, str(url), CIMultiDict(headers.multi_items()), options)
+    return DirectRoute(transport, str(url), tuple(headers.multi_items()), options)
 
 
 class DirectResponse:
@@ -121,7 +120,7 @@ class DirectResponse:
     transport raises them."""
 
     def __init__(self, answer: aiohttp.ClientResponse) -> None:
-        self.headers: CIMultiDictProxy[str] = answer.headers
+        self.headers: Mapping[str, str] = answer.headers
         self._answer = answer
         self._stream = AiohttpResponseStream(answer)
 
