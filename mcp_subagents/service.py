@@ -726,9 +726,8 @@ class Subagents:
             for rule in policy.rules.listed("allow")
             if rule.applies_to("WebFetch") and isinstance(rule.matcher, DomainPattern)
         ]
-        settings_files = [
-            Path(path) for path in policy.protected.files
-        ]  # the configuration files, as the policy has them
+        # The configuration files, as the policy has just listed them.
+        settings_files = [Path(path) for path in policy.protected.files]
         return self.sandbox.for_run(
             cwd=cwd,
             roots=allowed,

@@ -176,7 +176,7 @@ class LinesByFile:
                     info = stat_of(shown)
                 except (OSError, ValueError):
                     info = None  # gone since rg read it: nothing is linked to it any more
-                if info is not None and info.st_nlink > 1 and has_other_names(info):
+                if info is not None and has_other_names(info):
                     self._skipped.add(shown)
                 elif readable is None or readable(shown):
                     self._blocks.append(FileBlock(shown, lines))

@@ -45,7 +45,7 @@ class NewestFirst:
             except (OSError, ValueError):
                 newest_first = 0  # gone since rg saw it: listed last
             else:
-                if skip_hard_links and info.st_nlink > 1 and has_other_names(info):
+                if skip_hard_links and has_other_names(info):
                     self.skipped.add(path)
                     continue
                 newest_first = -info.st_mtime_ns

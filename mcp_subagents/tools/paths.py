@@ -64,7 +64,7 @@ def _real_path(path: Path) -> Path:
 def has_other_names(info: os.stat_result) -> bool:
     """A regular file with more than one name. Unlike a symlink, a hard link does not say where its other names
     are: one of them may be outside the allowed roots."""
-    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+    return info.st_nlink > 1 and stat.S_ISREG(info.st_mode)
 
 
 def _link_count(path: Path) -> int:
