@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import cast
 
@@ -102,20 +102,24 @@ class GrepResults:
         for block in self.blocks:
             if stop is not None and position >= stop:
                 break
-            end = position + len(block.lines)
+            lines = cast("list[str]", block.lines)  # no separators without context
+            end = position + len(lines)
             if end > start:
-                lines = cast("list[str]", block.lines)  # no separators without context
                 if position < start or (stop is not None and end > stop):
                     lines = lines[max(start - position, 0) : None if stop is None else stop - position]
-                prefix = f"{block.path}:"
-                chunks.append(prefix + f"\n{prefix}".join(lines))
+                if len(lines) == 1:  # every file in count mode, most in content mode
+                    chunks.append(f"{block.path}:{lines[0]}")
+                else:
+                    prefix = f"{block.path}:"
+                    chunks.append(prefix + f"\n{prefix}".join(lines))
                 shown += len(lines)
             position = end
         return "\n".join(chunks), shown
 
     def count_total(self) -> int:
         """The sum of the counts, in count mode."""
-        return sum(int(line) for block in self.blocks for line in block.lines if line is not None and line.isdigit())
+        lines = chain.from_iterable(block.lines for block in self.blocks)
+        return sum(map(int, filter(str.isdigit, filter(None, lines))))
 
     def _lines_with_context(self, separator: str, *, numbered: bool) -> Iterator[str]:
         for index, block in enumerate(self.blocks):
@@ -187,6 +191,11 @@ class LinesByFile:
         self.results = GrepResults(self._blocks, self._skipped, self._separator, context_lines=self._context_lines)
 
 
-def _path_order(block: FileBlock) -> bytes:
-    """The order of `rg --sort path`: by the bytes of each component in turn ("a/b" before "a.txt")."""
-    return block.path.encode("utf-8", "surrogateescape").replace(b"/", b"\0")
+def _path_order(block: FileBlock) -> str:
+    """The order of `rg --sort path`: by the bytes of each component in turn ("a/b" before "a.txt"). As a string
+    whose characters are those bytes: an ASCII path already is one, and comparing strings is quicker than encoding
+    every path."""
+    path = block.path
+    if path.isascii():
+        return path.replace("/", "\0")
+    return path.encode("utf-8", "surrogateescape").replace(b"/", b"\0").decode("latin-1")
