@@ -96,6 +96,7 @@ class TaskCalls:
         except LaunchRefusedError as exc:
             return _text(task_error(args.subagent_type, exc.message), is_error=True)
         if record.background:
+            await record.opened.wait()  # the answer names the output file: it exists by then
             return _text(launched_text(record))
         return await self._wait_in_foreground(ctx, record)
 

@@ -52,8 +52,8 @@ class AppendFile:
         self._fd: int | None = None
 
     def open(self) -> None:
-        """Open (and create) the file now rather than at the first append, so that it exists before anything is
-        written to it (a task's output file is named to the host at once).
+        """Open (and create) the file now rather than at the first append: creating a file can take a millisecond
+        or more (a slow or network disk), which a worker thread can wait out instead of the event loop.
 
         Raises:
             OSError: the file could not be opened."""

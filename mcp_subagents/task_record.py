@@ -133,6 +133,8 @@ class TaskRecord:
     outcome: TaskOutcome | None = None
     """How the task ended, once it has."""
     done: anyio.Event = field(default_factory=anyio.Event)
+    opened: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the output file and the transcript exist and hold their first lines (created off the event loop)."""
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     """Cancelled by TaskStop and at shutdown."""
     idle: anyio.CancelScope | None = None

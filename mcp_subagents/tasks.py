@@ -260,10 +260,20 @@ class TaskManager:
             self._queue.append(task_id)
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
-        self._create_files(record)
-        self._write_opening(record, header, tuple(history), lines)
+        opening = partial(self._write_opening, record, header, tuple(history), lines)
+        self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
         self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
         return record
+
+    async def _open_files(self, record: TaskRecord, opening: Callable[[], None]) -> None:
+        """Create the task's files in a worker thread and write their first lines; `record.opened` is set after,
+        whatever happens (even at shutdown: a transcript always starts with its header)."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(self._create_files, record)
+                opening()
+            finally:
+                record.opened.set()
 
     def _write_opening(
         self, record: TaskRecord, header: TranscriptHeader, history: tuple[Message, ...], lines: list[str]
@@ -276,10 +286,8 @@ class TaskManager:
             self._append_output(record, line)
 
     def _create_files(self, record: TaskRecord) -> None:
-        """Create the task's two files, on the loop like every line written to them: creating a file costs tens of
-        microseconds, handing it to a worker thread cost more (with many Tasks starting at once, several times more,
-        the threads contending for the interpreter and the directory). A file that cannot be created is reported
-        when it is first written."""
+        """Create the task's two files; blocking, so run in a worker thread. A file that cannot be created is
+        reported when it is first written."""
         for created in (record.transcript, self._outputs.get(record.id)):
             if created is not None:
                 with contextlib.suppress(OSError):
@@ -444,7 +452,8 @@ class TaskManager:
     # ---- running a task ---------------------------------------------------------------------------------------------
 
     async def _execute(self, record: TaskRecord, job: Job) -> None:
-        """Wait for a place (in launch order: nothing is awaited before the limiter), then run."""
+        """Wait for a place (in launch order: nothing is awaited before the limiter), then run. The task's files are
+        created meanwhile (`_open_files`); the run and the end line wait for them."""
         outcome: TaskOutcome | None = None
         try:
             with record.scope:
@@ -455,9 +464,12 @@ class TaskManager:
                         self._queue.remove(record.id)
                         outcome = await self._run(record, job)
         finally:
+            with anyio.CancelScope(shield=True):
+                await record.opened.wait()
             self._finish(record, outcome or self._cancelled(record))
 
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
+        await record.opened.wait()
         record.state = "running"
         record.progress.started_at = record.progress.last_activity = time.monotonic()
         self._write_transcript(record.transcript.running)
