@@ -95,17 +95,23 @@ async def _run_tasks(server: StdioServer, start: int, stop: int) -> None:
             group.start_soon(server.call_tool, "Task", task_arguments(number))
 
 
-async def adapter_cpu_per_request(requests: int) -> float:
-    """The floor: CPU milliseconds per request of the Anthropic adapter alone (SDK and HTTP), in this process."""
+async def adapter_cpu_per_request(requests: int, provider: str = "anthropic") -> float:
+    """The floor: CPU milliseconds per request of one provider's adapter alone (SDK and HTTP), in this process."""
     from mcp_subagents.messages import UserMessage
     from mcp_subagents.models.anthropic import AnthropicModel
-    from mcp_subagents.models.base import ModelRequest
+    from mcp_subagents.models.base import Model, ModelRequest
+    from mcp_subagents.models.openai import OpenAIModel
     from mcp_subagents.tools import builtin_tools
 
     tools = tuple(tool.definition() for tool in builtin_tools().values())
-    request = ModelRequest(model="claude-sonnet-5-5", system="s", messages=(UserMessage(content="job 1"),), tools=tools)
+    model_id = "claude-sonnet-5-5" if provider == "anthropic" else "gpt-5"
+    request = ModelRequest(model=model_id, system="s", messages=(UserMessage(content="job 1"),), tools=tools)
     async with fake_api("todo:0", 0.0) as url:
-        model = AnthropicModel(api_key=BENCH_KEY, base_url=url, max_retries=0)
+        model: Model
+        if provider == "anthropic":
+            model = AnthropicModel(api_key=BENCH_KEY, base_url=url, max_retries=0)
+        else:
+            model = OpenAIModel(api_key=BENCH_KEY, base_url=f"{url}/v1", max_retries=0)
         for _ in range(20):
             await model.request(request)
         started = time.process_time()
@@ -246,6 +252,7 @@ async def main(plan: Plan) -> None:
         one_process = await cpu_per_round_trip(root / "cpu-0", plan, 0)
         spread_cpu = await cpu_per_round_trip(root / "cpu-spread", plan, spread_to)
         floor = await adapter_cpu_per_request(200 if plan is FULL else 20)
+        openai_floor = await adapter_cpu_per_request(200 if plan is FULL else 20, "openai")
         results: list[Wide] = []
         for tasks in plan.wide:
             for processes in (spread_to, 0):
@@ -262,6 +269,7 @@ async def main(plan: Plan) -> None:
         f"server CPU per model round trip, no model process   {spread(one_process.server_ms, ' ms')}   "
         f"(the adapter alone: {floor:.2f} ms, ratio {statistics.median(one_process.server_ms) / floor:.2f})"
     )
+    print(f"CPU per request of the adapter alone: Anthropic {floor:.2f} ms, OpenAI {openai_floor:.2f} ms")
     for result in results:
         print(
             f"{result.tasks} Tasks at once (3 turns, {LATENCY * 1000:.0f} ms), {result.processes} model process(es): "

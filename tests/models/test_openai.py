@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import openai
 import pytest
 
@@ -13,8 +16,9 @@ from mcp_subagents.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from mcp_subagents.models.openai import INVALID_JSON_KEY
-from tests.fakes.fake_llm import FakeLLM, refusal, text, tool_use, turn
+from mcp_subagents.models.base import ModelRequest
+from mcp_subagents.models.openai import INVALID_JSON_KEY, to_openai_messages, to_openai_tools
+from tests.fakes.fake_llm import FakeLLM, raw, refusal, text, tool_use, turn
 from tests.models.adapters import OPENAI, READ, MakeModel, Provider
 
 pytestmark = pytest.mark.anyio
@@ -40,6 +44,89 @@ async def test_text_reply(fake: FakeLLM, make_model: MakeModel) -> None:
     assert sent["path"] == "/v1/chat/completions"
     assert sent["body"]["stream"] is True
     assert sent["body"]["stream_options"] == {"include_usage": True}
+
+
+async def _sent_by_chat_completions_create(fake: FakeLLM, request: ModelRequest) -> dict[str, object]:
+    """The body the SDK's `chat.completions.create` sends for `request`, with the arguments the adapter once used."""
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=f"{fake.url}/v1", max_retries=0)
+    tools = to_openai_tools(request.tools)
+    stream = await client.chat.completions.create(
+        model=request.model,
+        messages=to_openai_messages(request.system, request.messages),
+        tools=tools or openai.omit,
+        tool_choice="none" if tools and request.tool_choice == "none" else openai.omit,
+        reasoning_effort=request.effort if request.effort is not None else openai.omit,
+        max_tokens=request.max_tokens,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    async with stream:
+        async for _ in stream:
+            pass
+    await client.close()
+    return fake.requests[-1]["body"]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"tools": (READ,)}, {"tools": (READ,), "tool_choice": "none", "effort": "high"}, {"tool_choice": "none"}],
+)
+async def test_the_body_is_what_chat_completions_create_sends(
+    fake: FakeLLM, make_model: MakeModel, changes: dict[str, object]
+) -> None:
+    request = replace(ask(UserMessage(content="Hi"), AssistantMessage(parts=(TextPart(text="Hello"),))), **changes)
+    fake.push(turn(text("one")))
+    fake.push(turn(text("two")))
+
+    await make_model().request(request)
+    ours = fake.requests[-1]
+
+    assert list(ours["body"].items()) == list((await _sent_by_chat_completions_create(fake, request)).items())
+    assert ours["headers"]["authorization"] == f"Bearer {KEY}"
+
+
+_ODD = [
+    {"id": "c1", "model": "served-model", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},
+    {"choices": None},
+    5,
+    {
+        "choices": [
+            {"index": 1, "delta": {"content": "another choice"}},
+            {
+                "index": 0,
+                "delta": {
+                    "content": "lo",
+                    "refusal": None,
+                    "tool_calls": [{"id": "call_x", "function": {"name": "Read", "arguments": '{"path"'}}],
+                },
+            },
+        ]
+    },
+    {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"function": {"arguments": ': "a.txt"}'}}]},
+                "finish_reason": "tool_calls",
+            }
+        ]
+    },
+    {"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 7, "prompt_tokens_details": None}},
+]
+ODD_CHUNKS = b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in _ODD) + b"data: [DONE]\n\n"
+
+
+async def test_odd_chunks_are_read_as_far_as_they_make_sense(fake: FakeLLM, make_model: MakeModel) -> None:
+    """Chunks are plain JSON objects here: a missing or null field, a choice other than the first, a tool-call
+    delta without `index`, a chunk that is not an object at all are each passed over, and the rest assembles."""
+    fake.push(raw(content_type="text/event-stream", body=ODD_CHUNKS))
+
+    response = await make_model().request(ask(tools=(READ,)))
+
+    assert response.parts == (TextPart(text="Hello"), ToolCall(id="call_x", name="Read", arguments={"path": "a.txt"}))
+    assert response.stop_reason == "tool_use"
+    assert (response.usage.input_tokens, response.usage.output_tokens) == (30, 7)
+    assert response.model_name == "served-model"
 
 
 async def test_tool_calls_are_assembled_by_index(fake: FakeLLM, make_model: MakeModel) -> None:
