@@ -285,7 +285,7 @@ class SdkAdapter(ABC, Generic[ClientT]):
         answered = self._provider_error(exc, mid_stream=mid_stream)
         if answered is not None:
             return answered
-        if isinstance(exc, (self._sdk_timeout_error, httpx2.TimeoutException)):
+        if self._timed_out(exc):
             message = f"{self._api} request timed out (no response within {self._request_timeout:g} s)"
             return self._make(message, None, True)
         if isinstance(exc, (self._sdk_connection_error, httpx2.TransportError)):
@@ -293,6 +293,9 @@ class SdkAdapter(ABC, Generic[ClientT]):
                 return self._make(f"{self._api} stream was interrupted: {_cause(exc)}", None, True)
             return self._make(f"Could not connect to the {self._api} at {self._url()}: {_cause(exc)}", None, True)
         return self._make(f"{self._api} call failed: {exc}", None, False)
+
+    def _timed_out(self, exc: Exception) -> bool:
+        return isinstance(exc, (self._sdk_timeout_error, httpx2.TimeoutException))
 
     def _status_error(
         self,

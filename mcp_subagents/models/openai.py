@@ -2,6 +2,10 @@
 
 Fault policy as in `_adapter`; what breaks a stream part-way is an `{"error": ...}` chunk or a dropped connection.
 
+The SDK's client sends every request (auth, headers, retries off, its status errors, its stream reader), through
+its aiohttp transport; two of its per-request costs are left out: the request body goes to `client.post` as
+`chat.completions.create` would send it (`completion_body`), and the streamed chunks stay plain JSON objects.
+
 What maps from the Anthropic features: an effort level becomes `reasoning_effort` (same five names); `tool_choice`
 none maps. What does not: adaptive thinking (reasoning models think on their own; nothing is sent), thinking blocks
 (left out of the history) and the server-side web search (the WebSearch tool is not offered with this provider).
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
+import aiohttp
 import httpx2
 import openai
 from openai._base_client import make_request_options
@@ -81,7 +86,12 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
         return "openai"
 
     def _open_client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(**self._client_options())
+        options = self._client_options()
+        # The SDK's aiohttp transport, as for Anthropic: aiohttp parses HTTP in C (httpcore's h11 was a fifth of a
+        # request's CPU). That transport reports every failed connection as a timeout: `_timed_out` looks at what
+        # aiohttp raised. (The offline rehearsal brings its own client, with a canned answer.)
+        options["http_client"] = options.get("http_client") or openai.DefaultAioHttpClient(timeout=options["timeout"])
+        return openai.AsyncOpenAI(**options)
 
     def _rehearsal_stream(self) -> bytes:
         return _REHEARSAL_CHUNKS
@@ -124,6 +134,11 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
     @staticmethod
     def _error_type(exc: Exception) -> str | None:
         return exc.type if isinstance(exc, openai.APIError) else None
+
+    def _timed_out(self, exc: Exception) -> bool:
+        """A timeout, unless aiohttp's own error under it was not one: the openai SDK's aiohttp transport turns any
+        failed connection (refused, reset, closed by the server) into a connect timeout."""
+        return super()._timed_out(exc) and not _connection_failure_under(exc)
 
     def _provider_error(self, exc: Exception, *, mid_stream: bool) -> ModelAPIError | None:
         if mid_stream and _is_error_chunk(exc):
@@ -296,6 +311,18 @@ def _text(value: object) -> str | None:
 
 def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _connection_failure_under(exc: BaseException) -> bool:
+    """Whether the chain of causes under `exc` holds an aiohttp connection error that is not a timeout."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _is_error_chunk(exc: Exception) -> bool:

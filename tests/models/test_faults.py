@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+import anyio
 import pytest
+from anyio.abc import SocketAttribute, SocketStream
 
 from mcp_subagents.messages import TextPart
 from tests.fakes.fake_llm import FakeLLM, error, hang, malformed, text, turn
@@ -87,6 +91,32 @@ async def test_connection_refused(make_model: MakeModel, provider: Provider) -> 
 
     assert err.retryable
     assert f"Could not connect to the {provider.api} at {url}" in err.message
+
+
+@asynccontextmanager
+async def _server_that_hangs_up() -> AsyncIterator[str]:
+    """A server that reads a request and closes the connection without a word: the base URL."""
+
+    async def hang_up(stream: SocketStream) -> None:
+        async with stream:
+            await stream.receive()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, hang_up)
+        yield f"http://127.0.0.1:{listener.listeners[0].extra(SocketAttribute.local_port)}"
+        group.cancel_scope.cancel()
+
+
+async def test_a_server_that_hangs_up_is_a_failed_connection_not_a_timeout(
+    make_model: MakeModel, provider: Provider
+) -> None:
+    async with _server_that_hangs_up() as url:
+        err = await provider.failure(make_model(base_url=url + provider.api_path))
+
+    assert err.retryable
+    assert f"Could not connect to the {provider.api} at {url}" in err.message
+    assert "timed out" not in err.message
 
 
 async def test_deadline_bounds_a_hanging_server(fake: FakeLLM, make_model: MakeModel, provider: Provider) -> None:

@@ -1,4 +1,5 @@
-"""The Anthropic adapter's direct aiohttp path (models/anthropic_send.py) must send where the SDK's client sends.
+"""The adapters' aiohttp paths (the Anthropic adapter's direct one in models/anthropic_send.py, the OpenAI
+adapter's transport) must send where the SDK's client sends.
 
 Attack: a company sets HTTPS_PROXY/HTTP_PROXY so that every call to a model API passes its proxy (which logs,
 filters or holds the only route out). A request handed to aiohttp without the proxy the client chose for the URL
@@ -12,8 +13,9 @@ import pytest
 
 from mcp_subagents.messages import TextPart
 from mcp_subagents.models.anthropic import AnthropicModel
+from mcp_subagents.models.openai import OpenAIModel
 from tests.fakes.fake_llm import FakeLLM, text, turn
-from tests.models.adapters import ANTHROPIC
+from tests.models.adapters import ANTHROPIC, OPENAI
 
 pytestmark = pytest.mark.anyio
 
@@ -35,3 +37,21 @@ async def test_a_request_goes_through_the_proxy_the_environment_names(
     assert answer.parts == (TextPart(text="through the proxy"),)
     (request,) = fake.requests
     assert request["headers"]["host"] == "api.anthropic.invalid"
+
+
+async def test_an_openai_request_goes_through_the_proxy_the_environment_names(
+    fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", fake.url)
+    model = OpenAIModel(**OPENAI.options("http://api.openai.invalid"))
+    try:
+        fake.push(turn(text("through the proxy")))
+        answer = await model.request(OPENAI.ask())
+    finally:
+        await model.aclose()
+    assert answer.parts == (TextPart(text="through the proxy"),)
+    (request,) = fake.requests
+    assert request["headers"]["host"] == "api.openai.invalid"
+    assert request["path"] == "/v1/chat/completions"
