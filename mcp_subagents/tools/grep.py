@@ -122,7 +122,8 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\0", consumer=files)
         results = GrepResults([], files.skipped, files=files.paths)
     else:
-        lines = LinesByFile(ctx, target, context_lines=_asks_for_context(args))
+        counting = args.output_mode == "count"
+        lines = LinesByFile(ctx, target, context_lines=_asks_for_context(args), counting=counting)
         completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\n", consumer=lines)
         results = lines.results
     if completed.returncode == 1:

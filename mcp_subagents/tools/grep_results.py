@@ -75,12 +75,16 @@ class GrepResults:
     """files_with_matches: the files instead of blocks, in the order shown (newest first)."""
     context_lines: bool = False
     """Lines around the matches were asked for: they are shown as `path-line` when numbered."""
+    counted: int | None = None
+    """Count mode: the sum of the counts, added up as rg printed them (each block holds one line, its count)."""
 
     @property
     def total(self) -> int:
         """How many entries there are to page through: lines, counts or files."""
         if self.files is not None:
             return len(self.files)
+        if self.counted is not None:
+            return len(self.blocks)
         lines = sum(len(block.lines) for block in self.blocks)
         return lines + (len(self.blocks) - 1 if self.separator is not None and self.blocks else 0)
 
@@ -118,6 +122,8 @@ class GrepResults:
 
     def count_total(self) -> int:
         """The sum of the counts, in count mode."""
+        if self.counted is not None:
+            return self.counted
         lines = chain.from_iterable(block.lines for block in self.blocks)
         return sum(map(int, filter(str.isdigit, filter(None, lines))))
 
@@ -142,10 +148,12 @@ class LinesByFile:
     """Content or count output grouped by file (a RecordConsumer, fed rg's lines as they arrive), without hard-linked
     files and files a Read deny rule covers, in the order of `rg --sort path` once finished."""
 
-    def __init__(self, ctx: ToolContext, target: SearchTarget, *, context_lines: bool) -> None:
+    def __init__(self, ctx: ToolContext, target: SearchTarget, *, context_lines: bool, counting: bool = False) -> None:
         self._readable = ctx.readable
         self._absolute = target.absolute
         self._context_lines = context_lines
+        self._counted: int | None = 0 if counting else None
+        """Count mode: the counts of the files kept so far, added while each line is at hand."""
         self._blocks: list[FileBlock] = []
         self._skipped: set[str] = set()
         self._separator: str | None = None
@@ -184,11 +192,15 @@ class LinesByFile:
                     self._skipped.add(shown)
                 elif readable is None or readable(shown):
                     self._blocks.append(FileBlock(shown, lines))
+                    if self._counted is not None and rest.isdigit():
+                        self._counted += int(rest)
         self._printed_path, self._lines, self._pending = printed_path, lines, pending
 
     def finish(self) -> None:
         self._blocks.sort(key=_path_order)
-        self.results = GrepResults(self._blocks, self._skipped, self._separator, context_lines=self._context_lines)
+        self.results = GrepResults(
+            self._blocks, self._skipped, self._separator, context_lines=self._context_lines, counted=self._counted
+        )
 
 
 def _path_order(block: FileBlock) -> str:
