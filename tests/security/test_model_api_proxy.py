@@ -12,46 +12,29 @@ from __future__ import annotations
 import pytest
 
 from mcp_subagents.messages import TextPart
-from mcp_subagents.models.anthropic import AnthropicModel
-from mcp_subagents.models.openai import OpenAIModel
 from tests.fakes.fake_llm import FakeLLM, text, turn
-from tests.models.adapters import ANTHROPIC, OPENAI
+from tests.models.adapters import ANTHROPIC, OPENAI, Provider
 
 pytestmark = pytest.mark.anyio
 
-UNRESOLVABLE_API = "http://api.anthropic.invalid"
 
-
+@pytest.mark.parametrize(
+    ("provider", "unresolvable_host"),
+    [(ANTHROPIC, "api.anthropic.invalid"), (OPENAI, "api.openai.invalid")],
+    ids=["anthropic", "openai"],
+)
 async def test_a_request_goes_through_the_proxy_the_environment_names(
-    fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
+    fake: FakeLLM, monkeypatch: pytest.MonkeyPatch, provider: Provider, unresolvable_host: str
 ) -> None:
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", fake.url)
-    model = AnthropicModel(**ANTHROPIC.options(UNRESOLVABLE_API))
+    model = provider.adapter(**provider.options(f"http://{unresolvable_host}"))
     try:
         fake.push(turn(text("through the proxy")))
-        answer = await model.request(ANTHROPIC.ask())
+        answer = await model.request(provider.ask())
     finally:
         await model.aclose()
     assert answer.parts == (TextPart(text="through the proxy"),)
     (request,) = fake.requests
-    assert request["headers"]["host"] == "api.anthropic.invalid"
-
-
-async def test_an_openai_request_goes_through_the_proxy_the_environment_names(
-    fake: FakeLLM, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", fake.url)
-    model = OpenAIModel(**OPENAI.options("http://api.openai.invalid"))
-    try:
-        fake.push(turn(text("through the proxy")))
-        answer = await model.request(OPENAI.ask())
-    finally:
-        await model.aclose()
-    assert answer.parts == (TextPart(text="through the proxy"),)
-    (request,) = fake.requests
-    assert request["headers"]["host"] == "api.openai.invalid"
-    assert request["path"] == "/v1/chat/completions"
+    assert request["headers"]["host"] == unresolvable_host
