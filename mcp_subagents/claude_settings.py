@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
 from .errors import ConfigError
+from .json_values import json_object
 from .messages import JsonObject
 
 Level: TypeAlias = Literal["user", "project", "local", "flag", "managed"]
@@ -80,7 +81,7 @@ class ClaudeSettings:
 
     @property
     def permissions(self) -> JsonObject:
-        return _object(self.merged.get("permissions"))
+        return json_object(self.merged.get("permissions"))
 
     @property
     def default_mode(self) -> tuple[str, SettingsFile] | None:
@@ -90,7 +91,7 @@ class ClaudeSettings:
         bypassPermissions; their `defaultMode: bypassPermissions` is skipped (see `problems`).
         """
         for file in reversed(self.files):
-            mode = _object(file.data.get("permissions")).get("defaultMode")
+            mode = json_object(file.data.get("permissions")).get("defaultMode")
             if not isinstance(mode, str):
                 continue
             if mode == "bypassPermissions" and file.level in REPOSITORY_LEVELS:
@@ -103,7 +104,7 @@ class ClaudeSettings:
         """`permissions.additionalDirectories` of every level, each entry with the file that lists it."""
         found: list[tuple[str, SettingsFile]] = []
         for file in self.files:
-            entries = _object(file.data.get("permissions")).get("additionalDirectories")
+            entries = json_object(file.data.get("permissions")).get("additionalDirectories")
             for entry in cast("list[Any]", entries) if isinstance(entries, list) else ():
                 if isinstance(entry, str) and entry.strip():
                     found.append((entry, file))
@@ -124,7 +125,7 @@ class ClaudeSettings:
         """`allowManagedPermissionRulesOnly: true` in the managed policy: only its own rules apply."""
         return any(
             file.data.get("allowManagedPermissionRulesOnly") is True
-            or _object(file.data.get("permissions")).get("allowManagedPermissionRulesOnly") is True
+            or json_object(file.data.get("permissions")).get("allowManagedPermissionRulesOnly") is True
             for file in self.at("managed")
         )
 
@@ -150,10 +151,10 @@ class ClaudeSettings:
     @property
     def sandbox(self) -> JsonObject:
         """The merged `sandbox` block, as written (Claude Code's sandbox settings)."""
-        return _object(self.merged.get("sandbox"))
+        return json_object(self.merged.get("sandbox"))
 
     def _restrictive(self, key: str, value: object) -> bool:
-        return any(_object(file.data.get("permissions")).get(key) == value for file in self.files)
+        return any(json_object(file.data.get("permissions")).get(key) == value for file in self.files)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,7 +247,7 @@ class ClaudeSettingsFiles:
             )
             for file in files
             if file.level in REPOSITORY_LEVELS
-            and _object(file.data.get("permissions")).get("defaultMode") == "bypassPermissions"
+            and json_object(file.data.get("permissions")).get("defaultMode") == "bypassPermissions"
         ]
         snapshot = ClaudeSettings(
             files=tuple(files), problems=tuple(problems), merged=merge_settings(f.data for f in files)
@@ -322,7 +323,3 @@ def _drop_ins(folder: Path) -> list[Path]:
     except OSError:
         return []
     return [folder / name for name in names]
-
-
-def _object(value: object) -> JsonObject:
-    return cast("JsonObject", value) if isinstance(value, dict) else {}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from .json_values import json_object
 from .outcome import decode_outcome
 from .pricing import PriceTable
 from .render import outcome_text
@@ -117,7 +118,7 @@ def display_items(entry: dict[str, Any], snapshot: TaskSnapshot | None = None) -
     elif kind == "notice":
         yield {"kind": "notice", "text": str(entry.get("text", "")), "at": entry.get("at")}
     elif kind == "usage":
-        usage = _object(entry.get("usage"))
+        usage = json_object(entry.get("usage"))
         tokens = sum(value for value in usage.values() if isinstance(value, int))
         yield {
             "kind": "usage",
@@ -139,7 +140,7 @@ def _message_items(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "context_blocks": len(_list(message.get("context"))),
         }
     elif role == "assistant":
-        parts = [_object(part) for part in _list(message.get("parts"))]
+        parts = [json_object(part) for part in _list(message.get("parts"))]
         text = "".join(str(p.get("text", "")) for p in parts if p.get("kind") == "text").strip()
         calls = [
             {"id": str(p.get("id")), "name": str(p.get("name")), "arguments": p.get("arguments")}
@@ -153,7 +154,7 @@ def _message_items(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "tool_calls": calls,
         }
     elif role == "tool_results":
-        for result in (_object(item) for item in _list(message.get("results"))):
+        for result in (json_object(item) for item in _list(message.get("results"))):
             content = str(result.get("content", ""))
             cut = len(content) > MAX_RESULT_CHARS
             yield {
@@ -162,10 +163,6 @@ def _message_items(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 "content": content[:MAX_RESULT_CHARS] + ("\n…" if cut else ""),
                 "is_error": bool(result.get("is_error")),
             }
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:

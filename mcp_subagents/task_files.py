@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from .json_values import json_int, json_objects
 from .messages import Usage
 from .outcome import TaskOutcome
 from .pricing import PriceTable
@@ -99,7 +100,7 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
         if kind == "state" and entry.get("state") == "running":
             started = _float(entry.get("at"))
         elif kind == "usage":
-            turns = max(turns, _int(entry.get("turn")))
+            turns = max(turns, json_int(entry.get("turn")))
             usage = _usage(entry.get("usage"))
             cost = _float(entry.get("cost_usd"))
             tokens = usage.input_tokens + usage.output_tokens + usage.cache_creation_tokens + usage.cache_read_tokens
@@ -188,14 +189,14 @@ def _follow_message(message: dict[str, Any], pending: dict[str, str]) -> str | N
     if role == "assistant":
         pending.clear()
         texts: list[str] = []
-        for part in _objects(message.get("parts")):
+        for part in json_objects(message.get("parts")):
             if part.get("kind") == "tool_call":
                 pending[str(part.get("id"))] = str(part.get("name"))
             elif part.get("kind") == "text":
                 texts.append(str(part.get("text", "")))
         return "".join(texts).strip() or None
     if role == "tool_results":
-        for result in _objects(message.get("results")):
+        for result in json_objects(message.get("results")):
             pending.pop(str(result.get("call_id")), None)
     return None
 
@@ -203,13 +204,7 @@ def _follow_message(message: dict[str, Any], pending: dict[str, str]) -> str | N
 def _calls(message: dict[str, Any]) -> int:
     if message.get("role") != "assistant":
         return 0
-    return sum(1 for part in _objects(message.get("parts")) if part.get("kind") == "tool_call")
-
-
-def _objects(value: Any) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON list; anything else in it is skipped."""
-    items: list[Any] = cast("list[Any]", value) if isinstance(value, list) else []
-    return [cast("dict[str, Any]", item) for item in items if isinstance(item, dict)]
+    return sum(1 for part in json_objects(message.get("parts")) if part.get("kind") == "tool_call")
 
 
 def _alive(pid: int | None) -> bool:
@@ -230,15 +225,11 @@ def _usage(value: Any) -> Usage:
         return Usage()
     data = cast("dict[str, Any]", value)
     return Usage(
-        input_tokens=_int(data.get("input_tokens")),
-        output_tokens=_int(data.get("output_tokens")),
-        cache_creation_tokens=_int(data.get("cache_creation_tokens")),
-        cache_read_tokens=_int(data.get("cache_read_tokens")),
+        input_tokens=json_int(data.get("input_tokens")),
+        output_tokens=json_int(data.get("output_tokens")),
+        cache_creation_tokens=json_int(data.get("cache_creation_tokens")),
+        cache_read_tokens=json_int(data.get("cache_read_tokens")),
     )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _float(value: Any) -> float | None:

@@ -30,6 +30,7 @@ from openai._base_client import make_request_options
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 from ..errors import ModelAPIError
+from ..json_values import json_int, json_object, json_objects, json_str
 from ..messages import (
     AssistantMessage,
     AssistantPart,
@@ -175,36 +176,36 @@ class _Reply:
         if not isinstance(chunk, dict):
             return
         data = cast(JsonObject, chunk)
-        self.model = _text(data.get("model")) or self.model
+        self.model = json_str(data.get("model")) or self.model
         usage = data.get("usage")
         if isinstance(usage, dict):
             self.usage = cast(JsonObject, usage)
-        for choice in _objects(data.get("choices")):
+        for choice in json_objects(data.get("choices")):
             if choice.get("index") != 0:
                 continue
-            delta = _object(choice.get("delta"))
-            if content := _text(delta.get("content")):
+            delta = json_object(choice.get("delta"))
+            if content := json_str(delta.get("content")):
                 self.text.append(content)
-            if refusal := _text(delta.get("refusal")):
+            if refusal := json_str(delta.get("refusal")):
                 self.refusal.append(refusal)
-            for tc in _objects(delta.get("tool_calls")):
+            for tc in json_objects(delta.get("tool_calls")):
                 self._add_call(tc)
             finish_reason = choice.get("finish_reason")
             if isinstance(finish_reason, str):
                 self.finish_reason = finish_reason
 
     def _add_call(self, tc: JsonObject) -> None:
-        function = _object(tc.get("function"))
-        name = _text(function.get("name"))
+        function = json_object(tc.get("function"))
+        name = json_str(function.get("name"))
         # Some servers leave out `index`; then a delta with an id or name starts a new call.
         index = tc.get("index")
         if not isinstance(index, int):
             starts = tc.get("id") is not None or name is not None
             index = len(self.calls) if starts or not self.calls else max(self.calls)
         call = self.calls.setdefault(index, _PendingCall(id="", name=""))
-        call.id = call.id or _text(tc.get("id")) or ""
+        call.id = call.id or json_str(tc.get("id")) or ""
         call.name = call.name or name or ""
-        if arguments := _text(function.get("arguments")):
+        if arguments := json_str(function.get("arguments")):
             call.arguments.append(arguments)
 
     def response(self) -> ModelResponse:
@@ -285,32 +286,15 @@ def _dump(arguments: JsonObject) -> str:
 def _usage(usage: JsonObject | None) -> Usage:
     if usage is None:
         return Usage()
-    details = _object(usage.get("prompt_tokens_details"))
-    cached = _count(details.get("cached_tokens"))
-    written = _count(details.get("cache_write_tokens"))
+    details = json_object(usage.get("prompt_tokens_details"))
+    cached = json_int(details.get("cached_tokens"))
+    written = json_int(details.get("cache_write_tokens"))
     return Usage(
-        input_tokens=max(0, _count(usage.get("prompt_tokens")) - cached - written),
-        output_tokens=_count(usage.get("completion_tokens")),
+        input_tokens=max(0, json_int(usage.get("prompt_tokens")) - cached - written),
+        output_tokens=json_int(usage.get("completion_tokens")),
         cache_creation_tokens=written,
         cache_read_tokens=cached,
     )
-
-
-def _object(value: object) -> JsonObject:
-    return cast(JsonObject, value) if isinstance(value, dict) else {}
-
-
-def _objects(value: object) -> list[JsonObject]:
-    items = cast(list[object], value) if isinstance(value, list) else []
-    return [cast(JsonObject, item) for item in items if isinstance(item, dict)]
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _connection_failure_under(exc: BaseException) -> bool:
