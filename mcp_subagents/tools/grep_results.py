@@ -11,7 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import islice
 from pathlib import Path
 from typing import cast
 
@@ -121,11 +121,8 @@ class GrepResults:
         return "\n".join(chunks), shown
 
     def count_total(self) -> int:
-        """The sum of the counts, in count mode."""
-        if self.counted is not None:
-            return self.counted
-        lines = chain.from_iterable(block.lines for block in self.blocks)
-        return sum(map(int, filter(str.isdigit, filter(None, lines))))
+        """The sum of the counts, in count mode (0 in the others)."""
+        return self.counted or 0
 
     def _lines_with_context(self, separator: str, *, numbered: bool) -> Iterator[str]:
         for index, block in enumerate(self.blocks):
