@@ -47,8 +47,9 @@ async def scene_with_pids(tmp_path: Path, fake: FakeLLM) -> AsyncGenerator[tuple
         os.close(reader)
 
 
-async def read_pids(reader: int, count: int) -> list[int]:
-    """The pids the started processes report through the fifo, once `count` have (see `untagged`)."""
+async def read_pids(reader: int, count: int) -> tuple[list[int], list[int]]:
+    """The pids the started processes report through the fifo, once `count` have, and those among them that
+    dropped the environment the server gave their command (and with it the command's tag)."""
     data = b""
     with anyio.fail_after(20):
         while data.count(b"\n") < count:
@@ -57,29 +58,18 @@ async def read_pids(reader: int, count: int) -> list[int]:
                 data += os.read(reader, 4096)
             except BlockingIOError:
                 continue
-    lines = data.decode().splitlines()
-    pids = [int(line.split()[0]) for line in lines]
-    _untagged.clear()  # one read per test: pids of earlier tests may be reused
-    _untagged.update(int(line.split()[0]) for line in lines if "tagged" not in line)
+    reports = [line.split() for line in data.decode().splitlines()]
+    pids = [int(report[0]) for report in reports]
+    untagged = [int(report[0]) for report in reports if "tagged" not in report[1:]]
     assert all(is_running(pid) for pid in pids)
-    return pids
-
-
-_untagged: set[int] = set()
-
-
-def untagged(pid: int) -> bool:
-    """The process dropped the environment the server gave its command (and with it the command's tag), as it
-    reported through the fifo."""
-    return pid in _untagged
+    return pids, untagged
 
 
 async def test_task_stop_kills_what_left_the_group(tmp_path: Path, fake: FakeLLM) -> None:
     async with scene_with_pids(tmp_path, fake) as (scene, reader):
         launched, server = await run_task(scene, fake, bash(f"{DETACH} ./r.sh"), background=True)
         task_id = launched.split("task_id: ")[1].split()[0]
-        pids = await read_pids(reader, 5)
-        environless = [pid for pid in pids if untagged(pid)]
+        pids, environless = await read_pids(reader, 5)
         assert len(environless) == 1
         with anyio.fail_after(10):
             assert "Successfully stopped" in await server.call_tool("TaskStop", {"task_id": task_id})
@@ -104,8 +94,7 @@ async def test_the_bash_timeout_kills_what_left_the_group(tmp_path: Path, fake: 
 
         async with anyio.create_task_group() as group:
             group.start_soon(task)
-            pids = await read_pids(reader, 5)
-            environless = [pid for pid in pids if untagged(pid)]
+            pids, environless = await read_pids(reader, 5)
             with anyio.fail_after(30):
                 await timed_out.wait()
             for pid in set(pids) - set(environless):
@@ -121,7 +110,7 @@ async def test_the_servers_exit_kills_what_a_completed_task_left_running(
 ) -> None:
     async with scene_with_pids(tmp_path, fake) as (scene, reader):
         result, server = await run_task(scene, fake, bash(f"{DETACH} echo started"))
-        pids = await read_pids(reader, 4)
+        pids, _ = await read_pids(reader, 4)
         assert "done" in result and all(is_running(pid) for pid in pids)  # a completed task's processes live on
         if how == "SIGTERM":
             server.process.send_signal(signal.SIGTERM)
