@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_KEPT_POLICIES = 64
+"""Permission policies kept for reuse (agent, place and settings snapshot): more than a host launches at once."""
 
 FIRST_RUN_MODULES = (
     "jsonschema",
@@ -274,6 +276,7 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
+        self._policies: dict[tuple[object, ...], tuple[ClaudeSettings, AgentDefinition, PermissionPolicy]] = {}
         if self.provider_name == "openai" and settings.model in MODEL_ALIASES:
             logger.warning(
                 "an OpenAI-compatible endpoint is configured but no model: Task refuses agents whose file names "
@@ -802,7 +805,12 @@ class Subagents:
 
     def tool_environment(self) -> dict[str, str]:
         """The environment tool processes (Bash, hooks, an agent's MCP servers) start from: secrets removed, except
-        the variables `sandbox.credentials` lets through."""
+        the variables `sandbox.credentials` lets through. A copy each time: callers add to it."""
+        return dict(self._tool_environment)
+
+    @cached_property
+    def _tool_environment(self) -> dict[str, str]:
+        # Both inputs are fixed for the server's life; checking every variable cost 0.15 ms, twice a Task.
         credentials = self.sandbox.config.credentials
         return scrubbed_environment(self.environ, keep=credentials.allow_env_vars, remove=credentials.deny_env_vars)
 
@@ -835,6 +843,27 @@ class Subagents:
         claude_settings: ClaudeSettings,
         *,
         extra_allow: tuple[str, ...] = (),
+    ) -> PermissionPolicy:
+        # Tasks launched together share one: every input is immutable, and the settings snapshot is the same object
+        # while no settings file (drop-ins included) changed.
+        key = (id(claude_settings), id(definition), place, roots, extra_allow)
+        kept = self._policies.get(key)
+        if kept is not None and kept[0] is claude_settings and kept[1] is definition:
+            return kept[2]
+        policy = self._new_permission_policy(definition, place, roots, claude_settings, extra_allow=extra_allow)
+        if len(self._policies) >= _KEPT_POLICIES:
+            self._policies.clear()
+        self._policies[key] = (claude_settings, definition, policy)
+        return policy
+
+    def _new_permission_policy(
+        self,
+        definition: AgentDefinition,
+        place: RunPlace,
+        roots: tuple[Path, ...],
+        claude_settings: ClaudeSettings,
+        *,
+        extra_allow: tuple[str, ...],
     ) -> PermissionPolicy:
         from .permissions import PermissionPolicy, rules_from_settings
         from .permissions.protected import ProtectedPaths

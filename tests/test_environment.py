@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_subagents.environment import looks_secret, scrubbed_environment, secret_values
@@ -61,3 +63,17 @@ def test_secret_values_include_the_password_inside_a_url_and_skip_short_ones() -
     assert "postgres://app:hunter2%21long@db/app" in values
     assert "hunter2%21long" in values and "hunter2!long" in values
     assert "short" not in values and "/b" not in values
+
+
+def test_each_run_gets_its_own_copy_of_the_tool_environment(tmp_path: Path) -> None:
+    # The scrubbed environment is worked out once per server; what one run adds to its copy (a hook's variables,
+    # a worktree's) must not reach the next run's Bash.
+    from mcp_subagents.service import Subagents
+
+    from .support import make_settings
+
+    app = Subagents(make_settings(tmp_path), environ={"PATH": "/usr/bin", "GITHUB_TOKEN": "ghp_x", "LANG": "C"})
+    first = app.tool_environment()
+    assert first == {"PATH": "/usr/bin", "LANG": "C"}
+    first["CLAUDE_PROJECT_DIR"] = "/somewhere"
+    assert app.tool_environment() == {"PATH": "/usr/bin", "LANG": "C"}

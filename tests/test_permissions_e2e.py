@@ -276,3 +276,34 @@ async def test_read_only_commands_run_and_writing_ones_ask_as_in_claude_code(tmp
     assert [r.is_error and "Permission denied" in r.content for r in results] == [False] * 4 + [True] * 2
     assert "1:the secret is here" in results[2].content
     assert not (settings.cwd / "made.txt").exists() and not (settings.cwd / "made2.txt").exists()
+
+
+async def test_tasks_of_one_server_follow_a_settings_change_and_their_own_agent(tmp_path: Path) -> None:
+    # Tasks reuse one permission policy while nothing it was built from changed: a rule written between two Tasks
+    # and a different agent's mode must still take effect.
+    settings_file = settings_with_rules(tmp_path, allow=["Write"])
+    settings = make_settings(tmp_path, settings_file=settings_file)
+    assert settings.cwd is not None
+    write_agent(settings.cwd / ".claude" / "agents", "editor", extra="permissionMode: acceptEdits\n")
+    model = ScriptedModel(
+        [
+            tool_call("Write", {"file_path": "a", "content": "x"}),
+            text("ok"),
+            tool_call("Write", {"file_path": "b", "content": "x"}),
+            text("ok"),
+            tool_call("Write", {"file_path": "c", "content": "x"}),  # after the change: denied
+            text("ok"),
+            tool_call("Write", {"file_path": "d", "content": "x"}),  # the editor: allowed by its mode
+            text("ok"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        for _ in range(2):
+            await client.call_tool("Task", TASK)
+        settings_file.write_text(json.dumps({"permissions": {"ask": ["Write(./c)"]}}), encoding="utf-8")
+        await client.call_tool("Task", TASK)
+        await client.call_tool("Task", {**TASK, "subagent_type": "editor"})
+    results = [req.messages[-1].results[0] for req in model.requests[1::2]]  # type: ignore[union-attr]
+    assert [result.is_error for result in results] == [False, False, True, False]
+    assert "Permission denied" in results[2].content
+    assert sorted(path.name for path in settings.cwd.iterdir() if path.is_file()) == ["a", "b", "d"]
