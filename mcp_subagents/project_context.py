@@ -13,6 +13,7 @@ signature checks), since anything inside the checkout, an agent included, can wr
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -67,13 +68,18 @@ def instruction_files(
     if claude_dir is not None:
         collector.add(claude_dir / "CLAUDE.md", "user", anchor=None)
     for folder in reversed((cwd, *cwd.parents)):
-        collector.add(folder / "CLAUDE.md", "project", anchor=folder)
-        collector.add(folder / ".claude" / "CLAUDE.md", "project", anchor=folder)
-        rules = folder / ".claude" / "rules"
-        if rules.is_dir():
-            for rule in sorted(rules.glob("*.md")):
-                collector.add(rule, "project", anchor=folder)
-        collector.add(folder / "CLAUDE.local.md", "local", anchor=folder)
+        # Most folders hold none of these: probed as strings, a Path is made only for what exists.
+        name = os.fspath(folder).rstrip("/")
+        if os.path.isfile(f"{name}/CLAUDE.md"):
+            collector.add(folder / "CLAUDE.md", "project", anchor=folder)
+        if os.path.isdir(f"{name}/.claude"):
+            collector.add(folder / ".claude" / "CLAUDE.md", "project", anchor=folder)
+            rules = folder / ".claude" / "rules"
+            if rules.is_dir():
+                for rule in sorted(rules.glob("*.md")):
+                    collector.add(rule, "project", anchor=folder)
+        if os.path.isfile(f"{name}/CLAUDE.local.md"):
+            collector.add(folder / "CLAUDE.local.md", "local", anchor=folder)
     return collector.files
 
 

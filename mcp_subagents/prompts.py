@@ -5,6 +5,7 @@ critical reminder."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 from pathlib import Path
 
@@ -31,9 +32,22 @@ to other services or places beyond what the task needs.
 - Do not use emojis unless asked, and do not put a colon right before a tool call."""
 
 
+def checkout_root(cwd: Path) -> Path | None:
+    """The nearest of `cwd` and the folders above it that holds a `.git` (a folder, or the file of a worktree or
+    submodule); None when none does."""
+    folder = os.fspath(cwd)  # plain strings: this runs a few times per Task, and pathlib cost 5x the stats
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return Path(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def inside_git_checkout(cwd: Path) -> bool:
-    """`cwd` or a folder above it holds a `.git` (a folder, or the file of a worktree or submodule)."""
-    return any((directory / ".git").exists() for directory in (cwd, *cwd.parents))
+    """`cwd` or a folder above it holds a `.git`."""
+    return checkout_root(cwd) is not None
 
 
 def model_identity(profile: ModelProfile) -> str:

@@ -20,6 +20,7 @@ from pydantic import Field
 from .definitions.frontmatter import has_frontmatter, read_frontmatter
 from .definitions.sources import plugin_folders
 from .errors import DefinitionError, ToolError
+from .prompts import checkout_root
 from .tools.base import Tool, ToolContext, ToolInput
 
 logger = logging.getLogger(__name__)
@@ -75,12 +76,11 @@ def load_skills(cwd: Path, *, claude_dir: Path | None, plugin_dirs: Sequence[Pat
 
 def _project_folders(cwd: Path) -> list[Path]:
     """`cwd` and its parents up to the repository root; just `cwd` outside a repository."""
-    folders: list[Path] = []
-    for folder in (cwd, *cwd.parents):
-        folders.append(folder)
-        if (folder / ".git").exists():
-            return folders
-    return [cwd]
+    root = checkout_root(cwd)
+    if root is None:
+        return [cwd]
+    folders = [cwd, *cwd.parents]
+    return folders[: folders.index(root) + 1]
 
 
 def _scan(

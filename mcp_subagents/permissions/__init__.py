@@ -56,4 +56,6 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{home}", __name__), name)
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value  # later imports of the name find it here instead of calling this again
+    return value
