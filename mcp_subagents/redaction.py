@@ -19,7 +19,7 @@ MIN_SECRET_LENGTH = 8
 class Redactor:
     """Replaces each known secret value, and its encoded forms, with `[redacted]`."""
 
-    __slots__ = ("_pattern",)
+    __slots__ = ("_literals", "_pattern", "_plus_matters")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         kept = sorted({secret for secret in secrets if len(secret) >= MIN_SECRET_LENGTH}, key=lambda s: (-len(s), s))
@@ -30,10 +30,17 @@ class Redactor:
         ordered = sorted(forms, key=lambda form: (-len(form), form))
         alternatives = [*map(_percent_pattern, kept), *map(re.escape, ordered)]
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
+        # Without a `%` (nor a `+`, for a secret with a space) in the text, the pattern can only match one of these
+        # exactly, and a substring search finds them about ten times faster than the pattern scans a line.
+        self._literals = (*kept, *ordered)
+        self._plus_matters = any(" " in secret for secret in kept)
 
     def __call__(self, text: str) -> str:
         if self._pattern is None:
             return text
+        if "%" not in text and not (self._plus_matters and "+" in text):
+            if not any(form in text for form in self._literals):
+                return text
         return self._pattern.sub(REDACTED, text)
 
 
