@@ -810,7 +810,7 @@ class Subagents:
 
     @cached_property
     def _tool_environment(self) -> dict[str, str]:
-        # Both inputs are fixed for the server's life; checking every variable cost 0.15 ms, twice a Task.
+        # Both inputs are fixed for the server's life; checking every variable cost 0.15 ms, up to five times a Task.
         credentials = self.sandbox.config.credentials
         return scrubbed_environment(self.environ, keep=credentials.allow_env_vars, remove=credentials.deny_env_vars)
 
