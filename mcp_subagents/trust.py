@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .claude_settings import REPOSITORY_LEVELS
+from .prompts import checkout_root
 
 if TYPE_CHECKING:
     from .claude_settings import ClaudeSettings
@@ -41,7 +42,7 @@ class ProjectTrust:
         if not accepted:
             return False  # nothing to compare the folder and its repository with: spare their lookups
         candidates = set(forms or _forms(project))
-        root = _repository_root(project)
+        root = checkout_root(project)
         if root is not None:
             candidates |= _forms(root)
         return bool(accepted & candidates)
@@ -92,13 +93,6 @@ def _forms(folder: Path) -> frozenset[str]:
     """The folder as written and with symlinks resolved: Claude Code records the path it was started in."""
     absolute = os.path.normpath(os.path.abspath(folder))
     return frozenset({absolute, os.path.realpath(absolute)})
-
-
-def _repository_root(folder: Path) -> Path | None:
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
 
 
 def agent_file_project(path: Path) -> Path | None:
