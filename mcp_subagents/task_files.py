@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from .json_values import json_int, json_objects
+from .json_values import json_int, json_object, json_objects
 from .messages import Usage
 from .outcome import TaskOutcome
 from .pricing import PriceTable
@@ -221,9 +221,7 @@ def _entries_or_none(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _usage(value: Any) -> Usage:
-    if not isinstance(value, dict):
-        return Usage()
-    data = cast("dict[str, Any]", value)
+    data = json_object(value)
     return Usage(
         input_tokens=json_int(data.get("input_tokens")),
         output_tokens=json_int(data.get("output_tokens")),

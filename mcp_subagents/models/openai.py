@@ -173,9 +173,7 @@ class _Reply:
     usage: JsonObject | None = None
 
     def add(self, chunk: object) -> None:
-        if not isinstance(chunk, dict):
-            return
-        data = cast(JsonObject, chunk)
+        data = json_object(chunk)
         self.model = json_str(data.get("model")) or self.model
         usage = data.get("usage")
         if isinstance(usage, dict):
@@ -190,8 +188,7 @@ class _Reply:
                 self.refusal.append(refusal)
             for tc in json_objects(delta.get("tool_calls")):
                 self._add_call(tc)
-            finish_reason = choice.get("finish_reason")
-            if isinstance(finish_reason, str):
+            if (finish_reason := json_str(choice.get("finish_reason"))) is not None:
                 self.finish_reason = finish_reason
 
     def _add_call(self, tc: JsonObject) -> None:
