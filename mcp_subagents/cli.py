@@ -25,6 +25,7 @@ from .settings import (
     RUN_OPTIONS,
     SERVE_OPTIONS,
     SOURCE_OPTIONS,
+    Option,
     Settings,
     add_options,
     settings_from,
@@ -42,7 +43,15 @@ call, and with other subagents keeping the event loop busy it waited the whole i
 a Read of 2000 lines took 670 ms instead of 9 ms, and 23 ms with 1 ms (bench/search.py)."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser for `command_line` (which names its command first, see `_with_command`): only that command gets
+    its options (some fifty flags for each command took 26 ms to add, on every start of the server)."""
+    chosen = command_line[0] if command_line else None
+
+    def add_options_if_chosen(command: str, parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
+        if command == chosen:
+            add_options(parser, options)
+
     parser = argparse.ArgumentParser(
         prog="mcp-subagents",
         description="Claude-Code-style subagents for any MCP host. Without a command, `serve` is assumed.",
@@ -51,9 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the MCP server (stdio by default)")
-    add_options(serve, SERVE_OPTIONS)
-    add_options(serve, SOURCE_OPTIONS)
-    add_options(serve, RUN_OPTIONS)
+    add_options_if_chosen("serve", serve, (*SERVE_OPTIONS, *SOURCE_OPTIONS, *RUN_OPTIONS))
 
     run = commands.add_parser(
         "run",
@@ -64,14 +71,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="ID", help="continue an earlier task's conversation with PROMPT")
     run.add_argument("--raw", action="store_true", help="print the <task_result> envelope a host gets")
     run.add_argument("--max-turns-for-run", dest="task_max_turns", type=int, help=argparse.SUPPRESS)
-    add_options(run, SOURCE_OPTIONS)
-    add_options(run, RUN_OPTIONS)
+    add_options_if_chosen("run", run, (*SOURCE_OPTIONS, *RUN_OPTIONS))
 
     agents = commands.add_parser("agents", help="list or validate agent definitions")
     agent_commands = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
     listing = agent_commands.add_parser("list", help="the active agents and the files that failed to load")
     listing.add_argument("--json", action="store_true", help='print JSON: {"agents": [...], "errors": [...]}')
-    add_options(listing, SOURCE_OPTIONS)
+    add_options_if_chosen("agents", listing, SOURCE_OPTIONS)
     validate = agent_commands.add_parser("validate", help="check agent files or folders; exit 1 if any has a problem")
     validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
 
@@ -79,14 +85,13 @@ def _parser() -> argparse.ArgumentParser:
         "dashboard", help="the browser dashboard of a state directory, on 127.0.0.1 (every task, live)"
     )
     dashboard.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: 0, any free port)")
-    add_options(dashboard, SOURCE_OPTIONS)
-    add_options(dashboard, RUN_OPTIONS)
+    add_options_if_chosen("dashboard", dashboard, (*SOURCE_OPTIONS, *RUN_OPTIONS))
 
     tasks = commands.add_parser("tasks", help="list, show, follow or stop the tasks of a state directory")
     task_commands = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
     task_list.add_argument("--json", action="store_true", help="print a JSON list of tasks")
-    add_options(task_list, STATE_DIR_OPTIONS)
+    add_options_if_chosen("tasks", task_list, STATE_DIR_OPTIONS)
     for action, help_text in (
         ("show", "a task's state, tokens, cost and result (or its output so far)"),
         ("tail", "print a task's output and follow it until the task ends"),
@@ -94,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     ):
         command = task_commands.add_parser(action, help=help_text)
         command.add_argument("task_id", metavar="ID", help="the task id (or its first 6 or more characters)")
-        add_options(command, STATE_DIR_OPTIONS)
+        add_options_if_chosen("tasks", command, STATE_DIR_OPTIONS)
     return parser
 
 
@@ -117,14 +122,15 @@ def _with_command(argv: Sequence[str]) -> list[str]:
 def settings_for_command_line(argv: Sequence[str]) -> Settings | None:
     """The settings a command line (and this environment) gives; None when they are not valid."""
     try:
-        return settings_from(_parser().parse_args(_with_command(argv)), ALL_OPTIONS)
+        command_line = _with_command(argv)
+        return settings_from(_parser(command_line).parse_args(command_line), ALL_OPTIONS)
     except (ConfigError, SystemExit):
         return None
 
 
 def _main(argv: Sequence[str] | None) -> None:
     argv = _with_command(sys.argv[1:] if argv is None else argv)
-    namespace = _parser().parse_args(argv)
+    namespace = _parser(argv).parse_args(argv)
     if namespace.command in ("serve", "run") and os.environ.get(AGENT_SERVER_MARKER):
         print(
             "mcp-subagents: refusing to start: an agent of another mcp-subagents server started this one as its MCP "

@@ -132,7 +132,7 @@ class Settings:
 
 
 @dataclass(frozen=True, slots=True)
-class _Option:
+class Option:
     flag: str
     dest: str
     help: str
@@ -232,42 +232,42 @@ def _setting_sources(raw: str) -> tuple[str, ...]:
     return chosen
 
 
-SOURCE_OPTIONS: tuple[_Option, ...] = (
-    _Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path),
-    _Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", _path, repeat=True),
-    _Option(
+SOURCE_OPTIONS: tuple[Option, ...] = (
+    Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path),
+    Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", _path, repeat=True),
+    Option(
         "--plugin-dir",
         "plugin_dirs",
         "Claude Code plugin folder, or a folder of plugins (repeatable)",
         _path,
         repeat=True,
     ),
-    _Option("--agents", "agents_json", 'agents as JSON: {"name": {"description", "prompt", ...}}'),
-    _Option(
+    Option("--agents", "agents_json", 'agents as JSON: {"name": {"description", "prompt", ...}}'),
+    Option(
         "--settings",
         "settings_file",
         "one more Claude Code settings file, above the user, project and local ones (must exist)",
         _path,
     ),
-    _Option(
+    Option(
         "--policy-file",
         "policy_file",
         "the managed policy file to use instead of the default location; its rules and agents win (must exist)",
         _path,
     ),
-    _Option(
+    Option(
         "--setting-sources",
         "setting_sources",
         "which settings files to read: a comma-separated list of user, project, local (default: all three)",
         _setting_sources,
     ),
-    _Option(
+    Option(
         "--managed-settings-file",
         "managed_settings_file",
         f"where the managed policy is looked for (default: {default_managed_settings_file()})",
         _path,
     ),
-    _Option(
+    Option(
         "--trust-project",
         "trust_projects",
         "run the hooks and MCP servers of this project's files even if Claude Code never trusted it (repeatable)",
@@ -276,114 +276,114 @@ SOURCE_OPTIONS: tuple[_Option, ...] = (
     ),
 )
 
-RUN_OPTIONS: tuple[_Option, ...] = (
-    _Option("--model", "model", "default model for agents with model 'inherit' (default: sonnet)"),
-    _Option("--provider", "provider", "model provider (default: chosen by which API key is set)", choices=PROVIDERS),
-    _Option("--state-dir", "state_dir", "folder for task output files and transcripts", _path),
-    _Option("--max-turns", "max_turns", "server cap on model round trips per task (default: 50)", _positive_int),
-    _Option(
+RUN_OPTIONS: tuple[Option, ...] = (
+    Option("--model", "model", "default model for agents with model 'inherit' (default: sonnet)"),
+    Option("--provider", "provider", "model provider (default: chosen by which API key is set)", choices=PROVIDERS),
+    Option("--state-dir", "state_dir", "folder for task output files and transcripts", _path),
+    Option("--max-turns", "max_turns", "server cap on model round trips per task (default: 50)", _positive_int),
+    Option(
         "--max-tokens",
         "max_tokens",
         "output tokens per model request (default: the model's limit, 128000 on Claude 5.x; else 16384)",
         _positive_int,
     ),
-    _Option(
+    Option(
         "--compact-threshold",
         "compact_threshold",
         "summarise a task's conversation when a request reaches this many tokens (default: 80%% of the window)",
         _positive_int,
     ),
-    _Option(
+    Option(
         "--max-result-chars", "max_result_chars", "cut final results longer than this (default: 80000)", _positive_int
     ),
-    _Option(
+    Option(
         "--max-concurrent",
         "max_concurrent",
         "subagents running at once; more wait in a queue (default: 10)",
         _positive_int,
     ),
-    _Option("--task-timeout", "task_timeout", "wall-clock limit per task in seconds (default: 1800)", _seconds),
-    _Option(
+    Option("--task-timeout", "task_timeout", "wall-clock limit per task in seconds (default: 1800)", _seconds),
+    Option(
         "--idle-timeout", "idle_timeout", "fail a task with no progress for this many seconds (default: 600)", _seconds
     ),
-    _Option(
+    Option(
         "--foreground-deadline",
         "foreground_deadline",
         "seconds before a foreground Task hands over to the background (default: 45)",
         _seconds,
     ),
-    _Option(
+    Option(
         "--ask-timeout",
         "ask_timeout",
         "seconds a permission question waits for the person's answer before the call is denied (default: 300)",
         _seconds,
     ),
-    _Option(
+    Option(
         "--model-deadline",
         "model_deadline",
         "seconds one model request may take, retries included (default: 900)",
         _seconds,
     ),
-    _Option(
+    Option(
         "--max-retries",
         "max_retries",
         "retries of a model request that failed with 429/529/5xx or a lost connection, with backoff (default: 10)",
         _non_negative_int,
     ),
-    _Option(
+    Option(
         "--model-processes",
         "model_processes",
         "extra processes that send model requests when many tasks run at once, so more than one core works "
         f"(default: two fewer than the CPUs, at most {MAX_MODEL_PROCESSES}; 0 = none)",
         _non_negative_int,
     ),
-    _Option(
+    Option(
         "--watch-interval",
         "watch_interval",
         "seconds between checks of agent files; hosts are told when tools change (default: 2; 0 = off)",
         _non_negative_seconds,
     ),
-    _Option(
+    Option(
         "--permission-mode",
         "permission_mode",
         "default, acceptEdits, dontAsk, bypassPermissions or plan (default: the settings files' defaultMode)",
         choices=PERMISSION_MODES,
     ),
-    _Option(
+    Option(
         "--log-level", "log_level", "stderr log level (default: INFO)", choices=("DEBUG", "INFO", "WARNING", "ERROR")
     ),
-    _Option(
+    Option(
         "--max-depth",
         "max_depth",
         "how deep subagents may launch subagents; at this depth Task is withheld (default: 3; 1 = no nesting)",
         _positive_int,
     ),
-    _Option(
+    Option(
         "--mcp-start-timeout",
         "mcp_start_timeout",
         "seconds an agent's MCP server may take to start and list its tools (default: 30)",
         _seconds,
     ),
-    _Option(
+    Option(
         "--otel",
         "otel",
         "send OpenTelemetry traces (GenAI conventions) where the OTEL_* variables say; needs the otel extra",
         _boolean,
         switch=True,
     ),
-    _Option(
+    Option(
         "--max-budget-usd",
         "max_budget_usd",
         "USD one task may spend on tokens; it ends with an error when spent, warns at 80%% (default: no limit)",
         _usd,
     ),
-    _Option(
+    Option(
         "--sandbox",
         "sandbox",
         "Bash sandbox: auto (on where bubblewrap works), on (required), off (default: auto)",
         choices=("auto", "on", "off"),
     ),
-    _Option(
+    Option(
         "--keep-days",
         "keep_days",
         "remove task files older than this many days at start (default: 30; 0 keeps them all)",
@@ -391,19 +391,19 @@ RUN_OPTIONS: tuple[_Option, ...] = (
     ),
 )
 
-SERVE_OPTIONS: tuple[_Option, ...] = (
-    _Option("--transport", "transport", "stdio (default), sse or streamable-http", choices=TRANSPORTS),
-    _Option("--host", "host", "address for sse / streamable-http (default: 127.0.0.1)"),
-    _Option("--port", "port", "port for sse / streamable-http (default: 8000; 0 = any free port)", _port),
-    _Option(
+SERVE_OPTIONS: tuple[Option, ...] = (
+    Option("--transport", "transport", "stdio (default), sse or streamable-http", choices=TRANSPORTS),
+    Option("--host", "host", "address for sse / streamable-http (default: 127.0.0.1)"),
+    Option("--port", "port", "port for sse / streamable-http (default: 8000; 0 = any free port)", _port),
+    Option(
         "--auth-token-file",
         "auth_token_file",
         "HTTP bearer tokens, one principal:token per line, mode 600 (MCP_SUBAGENTS_AUTH_TOKEN: one token)",
         _path,
     ),
-    _Option("--oauth-issuer", "oauth_issuer", "accept OAuth access tokens (JWT) from this issuer", _http_url),
-    _Option("--oauth-audience", "oauth_audience", "audience OAuth tokens must name (default: --public-url)"),
-    _Option(
+    Option("--oauth-issuer", "oauth_issuer", "accept OAuth access tokens (JWT) from this issuer", _http_url),
+    Option("--oauth-audience", "oauth_audience", "audience OAuth tokens must name (default: --public-url)"),
+    Option(
         "--oauth-scope",
         "oauth_scopes",
         "scope every OAuth token must carry (repeatable)",
@@ -412,13 +412,13 @@ SERVE_OPTIONS: tuple[_Option, ...] = (
         metavar="SCOPE",
         separator=",",
     ),
-    _Option(
+    Option(
         "--public-url",
         "public_url",
         "the URL clients use, e.g. https://agents.example.com/mcp (OAuth resource; default from --host/--port)",
         _http_url,
     ),
-    _Option(
+    Option(
         "--allowed-host",
         "allowed_hosts",
         "host name HTTP requests may address besides loopback, e.g. agents.example.com (repeatable)",
@@ -427,34 +427,34 @@ SERVE_OPTIONS: tuple[_Option, ...] = (
         metavar="HOST",
         separator=",",
     ),
-    _Option(
+    Option(
         "--allowed-root",
         "allowed_roots",
         "folder an HTTP client's MCP roots may name, besides --cwd (repeatable)",
         _path,
         repeat=True,
     ),
-    _Option(
+    Option(
         "--trust-client-roots",
         "trust_client_roots",
         "let HTTP clients' MCP roots widen the allowed area anywhere (stdio roots are always trusted)",
         _boolean,
         switch=True,
     ),
-    _Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", _path),
-    _Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", _path),
-    _Option(
+    Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", _path),
+    Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", _path),
+    Option(
         "--dashboard",
         "dashboard",
         "also serve the browser dashboard on 127.0.0.1 (its address, with a secret, goes to stderr)",
         _boolean,
         switch=True,
     ),
-    _Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", _port),
+    Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", _port),
 )
 
 
-def add_options(parser: argparse.ArgumentParser, options: Sequence[_Option]) -> None:
+def add_options(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
     for option in options:
         help_text = f"{option.help} [env {option.env}]"
         if option.repeat:
@@ -467,7 +467,7 @@ def add_options(parser: argparse.ArgumentParser, options: Sequence[_Option]) -> 
 
 
 def settings_from(
-    namespace: argparse.Namespace, options: Sequence[_Option], environ: Mapping[str, str] | None = None
+    namespace: argparse.Namespace, options: Sequence[Option], environ: Mapping[str, str] | None = None
 ) -> Settings:
     """Merge parsed flags over `MCP_SUBAGENTS_*` variables over defaults.
 
@@ -489,7 +489,7 @@ def settings_from(
     return _build(values, environ)
 
 
-def _convert(option: _Option, given: Any, origin: str) -> Any:
+def _convert(option: Option, given: Any, origin: str) -> Any:
     try:
         if option.repeat:
             return tuple(option.convert(item) for item in cast("list[str]", given) if item)

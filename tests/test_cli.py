@@ -53,6 +53,17 @@ def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
         "--dashboard-port",
     ):
         assert flag in serve_help
+    # Each command is built with only its own options: each must still offer them.
+    for command, flags in (
+        (["run"], ("--resume", "--raw", "--agents-dir", "--state-dir", "--model")),
+        (["agents", "list"], ("--json", "--agents-dir", "--settings")),
+        (["dashboard"], ("--port", "--state-dir")),
+        (["tasks", "list"], ("--json", "--state-dir")),
+        (["tasks", "stop"], ("--state-dir",)),
+    ):
+        shown = run_cli(*command, "--help", home=tmp_path).stdout
+        assert all(flag in shown for flag in flags), (command, shown)
+    assert "--state-dir" in run_cli("--state-dir", str(tmp_path), "--help", home=tmp_path).stdout  # serve assumed
 
 
 def test_agents_list_json_shows_agents_and_failures(
