@@ -42,7 +42,6 @@ from .permissions.asking import Asker, Denial
 from .pricing import MeteredModel, PriceFiles
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
-from .sandbox import RunSandbox, SandboxConfig, SandboxConfigError, SandboxRuntime, parse_sandbox_config, sandbox_block
 from .settings import Settings
 from .state import prepare_state_dir
 from .task_record import Listener, TaskBudget, TaskLimits, TaskObserver, TaskRecord
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
     from .hooks import StartAnswer
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
+    from .sandbox import RunSandbox, SandboxConfig, SandboxRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -301,21 +301,49 @@ class Subagents:
         if settings.otel or tracer_provider is not None:
             self.tasks.observer = self._task_tracer(tracer_provider)
 
-        self.sandbox = SandboxRuntime(
+        self._sandbox: SandboxRuntime | None = None
+        self._sandbox_lock = threading.Lock()
+        if settings.sandbox == "on":
+            self._sandbox_runtime()  # `--sandbox on` refuses to start where the sandbox cannot run
+
+    @property
+    def sandbox(self) -> SandboxRuntime:
+        """The Bash sandbox of this process. Built at its first use, or by the warm-up right after the host first
+        lists the tools (with `--sandbox on`, at start): importing it and probing bubblewrap took 40 ms of the
+        start-up. Either way before any subagent runs a tool, so no subagent can have changed what it reads."""
+        return self._sandbox or self._sandbox_runtime()
+
+    def _sandbox_runtime(self) -> SandboxRuntime:
+        with self._sandbox_lock:  # the warm-up builds it in a worker thread while a Task may need it
+            if self._sandbox is None:
+                self._sandbox = self._build_sandbox()
+            return self._sandbox
+
+    def _build_sandbox(self) -> SandboxRuntime:
+        """Raises:
+        ConfigError: `--sandbox on`, and the sandbox cannot run here.
+        """
+        from .sandbox import SandboxRuntime
+
+        settings = self.settings
+        sandbox = SandboxRuntime(
             self._sandbox_config(),
             "off" if settings.sandbox == "off" else "on" if settings.sandbox == "on" else "auto",
             state_dir=settings.state_dir,
             home=Path(self.environ.get("HOME") or Path.home()),
         )
-        for unused in self.sandbox.config.unused:
+        for unused in sandbox.config.unused:
             logger.info("%s", unused)
-        chosen = self.sandbox.state == "on" or settings.sandbox == "off" or self.sandbox.config.enabled is False
-        (logger.info if chosen else logger.warning)("%s", self.sandbox.describe())
+        chosen = sandbox.state == "on" or settings.sandbox == "off" or sandbox.config.enabled is False
+        (logger.info if chosen else logger.warning)("%s", sandbox.describe())
+        return sandbox
 
     def _sandbox_config(self) -> SandboxConfig:
-        """The `sandbox` block of the settings hierarchy for the working directory (read once, at start); a
-        repository's own settings files can only confine more until the project is trusted. A broken block is
-        reported and the defaults apply."""
+        """The `sandbox` block of the settings hierarchy for the working directory (read once, when the sandbox is
+        built); a repository's own settings files can only confine more until the project is trusted. A broken
+        block is reported and the defaults apply."""
+        from .sandbox import SandboxConfig, SandboxConfigError, parse_sandbox_config, sandbox_block
+
         project = self.settings.working_directory
         files = self.settings_files.load(project).files
         block = sandbox_block([(f.level, f.data) for f in files], project_trusted=self.trust.is_trusted(project))
@@ -347,7 +375,8 @@ class Subagents:
             finally:
                 self._background = None
                 background.cancel_scope.cancel()
-                self.sandbox.close()
+                if self._sandbox is not None:
+                    self._sandbox.close()
                 close = getattr(self._model, "aclose", None)
                 if close is not None:
                     with anyio.CancelScope(shield=True):
@@ -420,13 +449,21 @@ class Subagents:
         group.start_soon(channel.serve, name="control channel")
 
     def warm_up(self) -> None:
-        """Build the model provider in the background, once: importing its SDK takes seconds, and a Task that comes
-        a little after start-up should not wait for it. Called after the host first lists the tools, so start-up
-        itself stays quick."""
-        if self._warming or self._model is not None or self._provider is None or self._background is None:
+        """Build the sandbox and the model provider in the background, once: importing the provider's SDK takes
+        seconds, and a Task that comes a little after start-up should not wait for it. Called after the host first
+        lists the tools, so start-up itself stays quick."""
+        if self._warming or self._background is None:
             return
         self._warming = True
-        self._background.start_soon(self._warm_model, name="provider warm-up")
+        self._background.start_soon(self._warm, name="warm-up")
+
+    async def _warm(self) -> None:
+        try:
+            await anyio.to_thread.run_sync(self._sandbox_runtime, abandon_on_cancel=True)
+        except Exception:  # the first Task meets the same problem again and reports it
+            logger.debug("building the sandbox ahead of the first Task failed", exc_info=True)
+        if self._model is None and self._provider is not None:
+            await self._warm_model()
 
     async def _warm_model(self) -> None:
         try:

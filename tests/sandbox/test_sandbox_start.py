@@ -1,0 +1,68 @@
+"""When the server sets up the Bash sandbox: `--sandbox on` still at start (it refuses to start where the sandbox
+cannot run); otherwise right after the host first lists the tools, so importing it and probing bubblewrap stay off
+the start-up, and still before any Task runs a tool."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_subagents.errors import ConfigError
+from mcp_subagents.server import build_server
+from mcp_subagents.service import Subagents
+
+from ..support import make_settings, running_app
+
+
+class _SandboxReport(logging.Handler):
+    """Keeps the line the server logs once the sandbox is set up ("Bash sandbox on (...)" or "... off: why")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.logged = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith("Bash sandbox "):
+            self.lines.append(message)
+            self.logged.set()
+
+
+def _missing_bubblewrap(tmp_path: Path) -> None:
+    user_settings = tmp_path / "home" / ".claude" / "settings.json"
+    user_settings.parent.mkdir(parents=True, exist_ok=True)
+    user_settings.write_text(json.dumps({"sandbox": {"bwrapPath": str(tmp_path / "no-such-bwrap")}}))
+
+
+def test_sandbox_on_where_it_cannot_run_still_refuses_to_start(tmp_path: Path) -> None:
+    _missing_bubblewrap(tmp_path)
+    with pytest.raises(ConfigError, match="--sandbox on: the sandbox cannot run here"):
+        Subagents(make_settings(tmp_path, sandbox="on"), environ={})
+
+
+@pytest.mark.anyio
+async def test_the_sandbox_is_set_up_after_the_first_tools_list_before_any_task(tmp_path: Path) -> None:
+    _missing_bubblewrap(tmp_path)  # the same wherever the test runs: auto, and no bubblewrap, so off and why
+    report = _SandboxReport()
+    logger = logging.getLogger("mcp_subagents")
+    logger.addHandler(report)
+    try:
+        async with running_app(make_settings(tmp_path, sandbox="auto"), environ={}) as app:
+            async with Client(build_server(app), mode="auto") as client:
+                assert report.lines == []  # started and connected: nothing set up yet
+                await client.list_tools()
+                with anyio.fail_after(30):
+                    assert await anyio.to_thread.run_sync(report.logged.wait, 30)
+                await client.list_tools()
+            assert app.sandbox.state == "off"
+    finally:
+        logger.removeHandler(report)
+    assert len(report.lines) == 1  # set up once
+    assert report.lines[0].startswith(f"Bash sandbox off: {tmp_path / 'no-such-bwrap'} cannot run")
