@@ -311,7 +311,13 @@ class Subagents:
         """The Bash sandbox of this process. Built at its first use, or by the warm-up right after the host first
         lists the tools (with `--sandbox on`, at start): importing it and probing bubblewrap took 40 ms of the
         start-up. Either way before any subagent runs a tool, so no subagent can have changed what it reads."""
-        return self._sandbox or self._sandbox_runtime()
+        return self._sandbox if self._sandbox is not None else self._sandbox_runtime()
+
+    async def _sandbox_ready(self) -> None:
+        """Build the sandbox in a worker thread unless it is built: the probe runs a process, and when the warm-up
+        is building it, the thread waits for it instead of the event loop."""
+        if self._sandbox is None:
+            await anyio.to_thread.run_sync(self._sandbox_runtime, abandon_on_cancel=True)
 
     def _sandbox_runtime(self) -> SandboxRuntime:
         with self._sandbox_lock:  # the warm-up builds it in a worker thread while a Task may need it
@@ -459,7 +465,7 @@ class Subagents:
 
     async def _warm(self) -> None:
         try:
-            await anyio.to_thread.run_sync(self._sandbox_runtime, abandon_on_cancel=True)
+            await self._sandbox_ready()
         except Exception:  # the first Task meets the same problem again and reports it
             logger.debug("building the sandbox ahead of the first Task failed", exc_info=True)
         if self._model is None and self._provider is not None:
@@ -601,6 +607,7 @@ class Subagents:
         from .extensions import Extender, RunPlace
 
         model = await self.model()
+        await self._sandbox_ready()  # what runs next takes its environment from the sandbox settings
         project = self._working_directory(roots)
         place = inherited or RunPlace(project=project, cwd=project)
         extras = agent_extras(

@@ -14,8 +14,10 @@ import pytest
 from mcp import Client
 
 from mcp_subagents.errors import ConfigError
+from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from mcp_subagents.sandbox import SandboxRuntime
 from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents
+from mcp_subagents.service import Subagents, TaskArguments
 
 from ..support import make_settings, running_app
 
@@ -66,3 +68,34 @@ async def test_the_sandbox_is_set_up_after_the_first_tools_list_before_any_task(
         logger.removeHandler(report)
     assert len(report.lines) == 1  # set up once
     assert report.lines[0].startswith(f"Bash sandbox off: {tmp_path / 'no-such-bwrap'} cannot run")
+
+
+@pytest.mark.anyio
+async def test_a_task_that_comes_before_any_tools_list_sets_the_sandbox_up_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _missing_bubblewrap(tmp_path)
+    built_in: list[threading.Thread] = []  # the probe runs a process: not on the event loop's thread
+    build = Subagents._build_sandbox  # pyright: ignore[reportPrivateUsage]
+
+    def recording_build(app: Subagents) -> SandboxRuntime:
+        built_in.append(threading.current_thread())
+        return build(app)
+
+    monkeypatch.setattr(Subagents, "_build_sandbox", recording_build)
+    report = _SandboxReport()
+    logger = logging.getLogger("mcp_subagents")
+    logger.addHandler(report)
+    model = ScriptedModel([tool_call("Bash", {"command": "echo from-bash"}), text("done")])
+    settings = make_settings(tmp_path, sandbox="auto", model="claude-sonnet-4-6")
+    try:
+        async with running_app(settings, model=model) as app:
+            assert report.lines == []
+            record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+            with anyio.fail_after(30):
+                await record.done.wait()
+    finally:
+        logger.removeHandler(report)
+    assert record.outcome is not None and record.outcome.state == "completed"
+    assert len(report.lines) == 1 and report.lines[0].startswith("Bash sandbox off: ")
+    assert len(built_in) == 1 and built_in[0] is not threading.main_thread()
