@@ -19,7 +19,8 @@ logger = logging.getLogger(__name__)
 
 
 def resumer(app: Subagents) -> Resumer:
-    """Resume a task in `app`, for the principal who owns it (the dashboard is the operator's view of all)."""
+    """Resume a task in `app`, for the principal who owns it (the dashboard is the operator's view of all); the new
+    task's id is returned once its transcript exists."""
 
     async def resume(task_id: str, prompt: str) -> str:
         summary = read_summary(find_task(app.settings.state_dir, task_id))
@@ -27,7 +28,9 @@ def resumer(app: Subagents) -> Resumer:
         arguments = TaskArguments(
             description="resumed from the dashboard", prompt=prompt, subagent_type="", resume=task_id
         )
-        return app.launch(arguments, principal=owner).id
+        record = app.launch(arguments, principal=owner)
+        await record.opened.wait()  # the page asks for the new task's transcript as soon as it has the answer
+        return record.id
 
     return resume
 

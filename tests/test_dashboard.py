@@ -11,10 +11,12 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_subagents.dashboard_command import resumer
 from mcp_subagents.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
 from mcp_subagents.service import Subagents, TaskArguments
+from mcp_subagents.task_files import find_task
 
 from .dashboard_support import client, served_dashboard
 from .support import make_settings, running_app
@@ -141,6 +143,16 @@ async def test_resume_from_the_dashboard_continues_the_conversation_for_its_owne
         assert resumed.resumed_from == first.id and resumed.agent == "Explore" and resumed.state == "completed"
         bad = await api.post(f"/api/tasks/{first.id}/resume", json={"prompt": "  "})
         assert bad.status_code == 400 and "prompt" in bad.json()["error"]
+
+
+async def test_a_resumed_task_can_be_read_as_soon_as_resume_answers(tmp_path: Path) -> None:
+    """The page opens the new task's event stream right after the answer; a stream for a transcript not yet created
+    was a 404, and the browser gives up on such a stream for good."""
+    async with running_app(make_settings(tmp_path), model=FunctionModel(Script())) as app:
+        first = await finished(app)
+        new_id = await resumer(app)(first, "go on, please")
+        assert app.tasks.transcript_path(new_id).is_file()
+        assert find_task(app.settings.state_dir, new_id).stem == new_id
 
 
 @pytest.mark.parametrize("command", [["dashboard"], ["serve", "--dashboard"]])
