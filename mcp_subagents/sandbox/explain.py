@@ -38,10 +38,12 @@ def notes(
             "the hosts the command needs there."
         )
     if _READ_ONLY.search(output):
-        areas = ", ".join(str(path) for path in writable)
+        areas = ", ".join(str(path) for path in dict.fromkeys(writable))
         found.append(
             f"Sandbox: read-only file system: writes are limited to {areas} and /tmp (a private temporary "
-            "directory). Add a path to sandbox.filesystem.allowWrite to allow writing there."
+            "directory); in them, what configures git, shells, editors and Claude Code (.claude/, .mcp.json, "
+            ".git/hooks, .git/config and the like) stays read-only. Add a path to sandbox.filesystem.allowWrite to "
+            "allow writing elsewhere."
         )
     if _DENIED.search(output):
         mentioned = _mentioned(output, hidden.items())

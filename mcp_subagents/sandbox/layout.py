@@ -11,7 +11,8 @@ directory of the run, and `/run`, where the sockets of system services live, is 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import stat
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +71,14 @@ PROTECTED_NAMES = (
 """At the top of each writable area: files that make git, shells, editors or this server run code or change its
 rules. They stay read-only inside the sandbox."""
 
+MADE_WHEN_ABSENT = (".claude",)
+"""Protected folders made, empty, in the working directory and the host's roots when they have none: a command could
+otherwise create one holding settings (permission rules, hooks), agents or skills that the next Task obeys. An empty
+folder is what Claude Code leaves there itself, and git does not list it."""
+MASKED_WHEN_ABSENT = (".mcp.json",)
+"""Protected files a command must not create in the working directory and the host's roots (the project's MCP
+servers): while a command runs, an empty read-only file stands where they would be, and it is removed after."""
+
 PROXY_SOCKET = "/run/mcp-subagents/proxy.sock"
 """Where the proxy's Unix socket appears inside the sandbox."""
 
@@ -84,6 +93,8 @@ class Layout:
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     readable_again: tuple[Path, ...] = ()
+    masked: tuple[Path, ...] = ()
+    """Protected paths that do not exist: a read-only placeholder stands there so nothing can create them."""
     unix_sockets: tuple[Path, ...] = ()
     hide_run: bool = True
     proxy_socket: Path | None = None
@@ -106,6 +117,8 @@ def bwrap_arguments(layout: Layout) -> list[str]:
         args += ["--bind", str(path), str(path)]
     for path in layout.read_only:
         args += ["--ro-bind", str(path), str(path)]
+    for path in layout.masked:
+        args += ["--ro-bind", str(layout.placeholder_file), str(path)]
     for path in _outermost(layout.hidden):
         args += _hide(path, layout)
     args += ["--chdir", str(layout.cwd)]
@@ -164,6 +177,40 @@ def protected_paths(writable: Iterable[Path]) -> list[Path]:
             if os.path.exists(candidate):  # a symlink is protected where it leads
                 found.append(real(candidate))
     return found
+
+
+def absent_protected_paths(areas: Iterable[Path], *, masked_now: Container[Path] = ()) -> list[Path]:
+    """The protected paths missing at the top of the project's writable `areas`: the folders of `MADE_WHEN_ABSENT`
+    are made (and then protected as they exist), the files of `MASKED_WHEN_ABSENT` are returned, to be masked; so
+    is a folder that could not be made. A path in `masked_now` (another command's placeholder) counts as missing."""
+    masked: list[Path] = []
+    for area in areas:
+        for name in MADE_WHEN_ABSENT:
+            folder = area / name
+            if os.path.lexists(folder):
+                continue
+            try:
+                folder.mkdir(mode=0o755)
+            except FileExistsError:
+                continue
+            except OSError:
+                masked.append(folder)
+        for name in MASKED_WHEN_ABSENT:
+            path = area / name
+            if path in masked_now or not os.path.lexists(path):
+                masked.append(path)
+    return masked
+
+
+def remove_placeholder(path: Path) -> None:
+    """Remove what bubblewrap left where it masked a missing file: an empty regular file (anything else is not
+    its)."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            path.unlink()
+    except OSError:
+        pass
 
 
 def secret_paths(home: Path) -> list[Path]:

@@ -12,7 +12,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Container, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,10 +29,12 @@ from .hidden import ReadDenials
 from .layout import (
     PROXY_SOCKET,
     Layout,
+    absent_protected_paths,
     bwrap_arguments,
     existing,
     protected_paths,
     real,
+    remove_placeholder,
     resolve_setting_path,
     secret_paths,
 )
@@ -87,6 +89,8 @@ class SandboxRuntime:
         self.state: Literal["on", "off", "required"]
         self.reason = ""
         self._base: Path | None = None
+        self._masks: dict[Path, int] = {}
+        """The placeholders standing in for missing protected files, with the number of commands using each."""
         if mode == "off":
             self.state, self.reason = "off", "turned off with --sandbox off"
         elif mode == "auto" and config.enabled is False:
@@ -124,6 +128,23 @@ class SandboxRuntime:
             placeholder.touch(mode=0o000)
             placeholder.chmod(0o000)
         return self._base
+
+    def masked_now(self) -> Container[Path]:
+        return self._masks.keys()
+
+    def hold_masks(self, paths: Sequence[Path]) -> None:
+        for path in paths:
+            self._masks[path] = self._masks.get(path, 0) + 1
+
+    def release_masks(self, paths: Sequence[Path]) -> None:
+        """A command using these placeholders ended: remove those no other command uses. (Removed while a command
+        still ran, a placeholder would no longer guard the path inside its sandbox.)"""
+        for path in paths:
+            users = self._masks.pop(path, 1) - 1
+            if users > 0:
+                self._masks[path] = users
+            else:
+                remove_placeholder(path)
 
     def close(self) -> None:
         if self._base is not None:
@@ -230,10 +251,20 @@ class RunSandbox:
 
     @asynccontextmanager
     async def wrap(self, command: str, *, env: Mapping[str, str], cwd: Path) -> AsyncGenerator[Wrapped]:
-        runtime = self.runtime
-        availability = runtime.availability
-        assert availability is not None and availability.bwrap is not None
         layout, hidden, truncated = await self._layout(cwd, env)
+        self.runtime.hold_masks(layout.masked)
+        try:
+            async with self._wrapped(command, env, layout, hidden, truncated) as wrapped:
+                yield wrapped
+        finally:
+            self.runtime.release_masks(layout.masked)
+
+    @asynccontextmanager
+    async def _wrapped(
+        self, command: str, env: Mapping[str, str], layout: Layout, hidden: dict[Path, str], truncated: bool
+    ) -> AsyncGenerator[Wrapped]:
+        availability = self.runtime.availability
+        assert availability is not None and availability.bwrap is not None
         network = self.domains.allows_any and availability.socat is not None
         if self.domains.allows_any and availability.socat is None:
             logger.warning(
@@ -288,7 +319,9 @@ class RunSandbox:
         def setting(entry: str) -> Path:
             return resolve_setting_path(entry, home=home, project=self.cwd)
 
-        writable = existing([real(self.cwd), *map(real, self.roots), *map(setting, settings.allow_write)])
+        project_areas = existing([real(self.cwd), *map(real, self.roots)])
+        masked = absent_protected_paths(project_areas, masked_now=runtime.masked_now())
+        writable = [*project_areas, *existing(map(setting, settings.allow_write))]
         hidden: dict[Path, str] = {}
         for path in secret_paths(home):
             hidden[path] = "credentials and keys are hidden from sandboxed commands"
@@ -309,7 +342,9 @@ class RunSandbox:
             *protected_paths(writable),
             *existing(map(real, self.protected_files)),
         ]
-        read_only = [path for path in read_only if any(path.is_relative_to(area) for area in writable)]
+        read_only = [
+            path for path in read_only if path not in masked and any(path.is_relative_to(area) for area in writable)
+        ]
         layout = Layout(
             cwd=cwd,
             private_tmp=self._private_tmp(),
@@ -318,6 +353,7 @@ class RunSandbox:
             read_only=tuple(read_only),
             hidden=tuple(hidden),
             readable_again=tuple(existing(map(setting, settings.allow_read))),
+            masked=tuple(masked),
             unix_sockets=tuple(existing(map(setting, runtime.config.network.allow_unix_sockets))),
             hide_run=not runtime.config.network.allow_all_unix_sockets,
         )
