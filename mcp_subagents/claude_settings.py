@@ -156,6 +156,33 @@ class ClaudeSettings:
     def _restrictive(self, key: str, value: object) -> bool:
         return any(json_object(file.data.get("permissions")).get(key) == value for file in self.files)
 
+    def untrusted(self, why: str) -> ClaudeSettings:
+        """These settings for a project the person has not trusted: what the repository's own files (project and
+        local levels) grant is left out, so they can only confine more: `permissions.allow`,
+        `permissions.additionalDirectories` and a `defaultMode` that widens (acceptEdits, bypassPermissions). Each
+        file that loses something gets a problem naming it, with `why` (how to trust the project)."""
+        files: list[SettingsFile] = []
+        problems = list(self.problems)
+        for file in self.files:
+            permissions = json_object(file.data.get("permissions"))
+            granted = [key for key in _GRANTING_KEYS if key in permissions]
+            if permissions.get("defaultMode") in _WIDENING_MODES:
+                granted.append("defaultMode")
+            if file.level not in REPOSITORY_LEVELS or not granted:
+                files.append(file)
+                continue
+            kept = {key: value for key, value in permissions.items() if key not in granted}
+            files.append(SettingsFile(file.level, file.path, {**file.data, "permissions": kept}))
+            listed = ", ".join(f"permissions.{key}" for key in granted)
+            problems.append(SettingsProblem(str(file.path), f"{listed} ignored until the project is trusted: {why}"))
+        return ClaudeSettings(
+            files=tuple(files), problems=tuple(problems), merged=merge_settings(file.data for file in files)
+        )
+
+
+_GRANTING_KEYS = ("allow", "additionalDirectories")
+_WIDENING_MODES = frozenset({"acceptEdits", "bypassPermissions"})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SettingsLocations:

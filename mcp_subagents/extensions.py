@@ -135,7 +135,7 @@ class Extender:
     async def open(self, roots: tuple[Path, ...], place: RunPlace, held: AsyncExitStack) -> Extensions:
         """The run's MCP servers (started now, stopped when `held` closes), its nested Task tool, its hooks."""
         app, definition = self.app, self.definition
-        claude_settings = app.settings_files.load(place.project)
+        claude_settings = app.run_settings(place.project)
         trusted = app.trust.is_trusted(place.project)
         why_untrusted = app.trust.why_untrusted(place.project)
         extensions = Extensions(claude_settings=claude_settings)

@@ -276,6 +276,8 @@ class Subagents:
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
         self._rules: tuple[ClaudeSettings, PermissionRules] | None = None
+        self._untrusted_settings: tuple[ClaudeSettings, ClaudeSettings] | None = None
+        """The last snapshot loaded for an untrusted project, and what a run obeys of it."""
         self._policies: dict[tuple[object, ...], tuple[ClaudeSettings, AgentDefinition, PermissionPolicy]] = {}
         if self.provider_name == "openai" and settings.model in MODEL_ALIASES:
             logger.warning(
@@ -673,7 +675,7 @@ class Subagents:
         from .models.profiles import model_profile
 
         cwd = place.cwd
-        claude_settings = extensions.claude_settings or self.settings_files.load(place.project)
+        claude_settings = extensions.claude_settings or self.run_settings(place.project)
         additional = self._additional_directories(claude_settings, place.project)
         # In a worktree the host's roots (the person's checkout) are out of reach: that is what isolation is for.
         host_roots = () if place.inside_worktree is not None else roots
@@ -857,6 +859,19 @@ class Subagents:
         # Both inputs are fixed for the server's life; checking every variable cost 0.15 ms, up to five times a Task.
         credentials = self.sandbox.config.credentials
         return scrubbed_environment(self.environ, keep=credentials.allow_env_vars, remove=credentials.deny_env_vars)
+
+    def run_settings(self, project: Path) -> ClaudeSettings:
+        """The settings a run in `project` obeys: the files as they are now, and for a project the person has not
+        trusted, without what its own files grant (`ClaudeSettings.untrusted`). The same object while neither the
+        files nor the trust changed, so what is derived from it is reused."""
+        loaded = self.settings_files.load(project)
+        if self.trust.is_trusted(project):
+            return loaded
+        kept = self._untrusted_settings
+        if kept is None or kept[0] is not loaded:
+            kept = (loaded, loaded.untrusted(self.trust.why_untrusted(project)))
+            self._untrusted_settings = kept
+        return kept[1]
 
     def _additional_directories(self, claude_settings: ClaudeSettings, project: Path) -> list[Path]:
         """`permissions.additionalDirectories`: folders file tools may use besides the working directory."""

@@ -332,6 +332,12 @@ async def test_additional_directories_join_the_allowed_area(tree: Tree, tmp_path
     model = ScriptedModel([tool_call("Read", {"file_path": str(shared / "guide.md")}), text("done")])
     async with connected(tree.settings, model=model) as client:
         await client.call_tool("Task", TASK)
+    untrusted = model.requests[1].messages[-1].results[0]  # type: ignore[union-attr]
+    assert untrusted.is_error  # the repository's own file cannot widen the area until the project is trusted
+
+    model = ScriptedModel([tool_call("Read", {"file_path": str(shared / "guide.md")}), text("done")])
+    async with connected(tree.with_flag(trust_projects=(tree.project,)), model=model) as client:
+        await client.call_tool("Task", TASK)
     read = model.requests[1].messages[-1].results[0]  # type: ignore[union-attr]
     assert not read.is_error and "GUIDE-MARKER" in read.content
 
@@ -344,3 +350,28 @@ async def test_a_task_deny_rule_in_the_project_settings_removes_the_agent(tree: 
         tools = await client.list_tools()
     task = next(tool for tool in tools.tools if tool.name == "Task")
     assert "reviewer" not in json.dumps(task.input_schema)
+
+
+def test_an_untrusted_projects_files_keep_only_what_confines(tree: Tree) -> None:
+    write_json(tree.user, {"permissions": {"allow": ["Bash(ls *)"], "defaultMode": "acceptEdits"}})
+    write_json(
+        tree.shared,
+        {"permissions": {"allow": ["Bash"], "deny": ["Bash(rm *)"], "additionalDirectories": [".."]}},
+    )
+    write_json(tree.local, {"permissions": {"ask": ["Write"], "defaultMode": "acceptEdits"}})
+    loaded = tree.files().load(tree.project)
+    untrusted = loaded.untrusted("trust it with --trust-project")
+    assert [file.data for file in untrusted.at("user")] == [file.data for file in loaded.at("user")]
+    assert untrusted.permissions["allow"] == ["Bash(ls *)"]  # the user's own rule stays
+    assert untrusted.permissions["deny"] == ["Bash(rm *)"] and untrusted.permissions["ask"] == ["Write"]
+    assert untrusted.additional_directories == ()
+    assert untrusted.default_mode is not None and untrusted.default_mode[1].level == "user"
+    ignored = [str(problem) for problem in untrusted.problems]
+    assert ignored == [
+        f"{tree.shared}: permissions.allow, permissions.additionalDirectories ignored until the project is trusted: "
+        "trust it with --trust-project",
+        f"{tree.local}: permissions.defaultMode ignored until the project is trusted: trust it with --trust-project",
+    ]
+    write_json(tree.local, {"permissions": {"defaultMode": "plan"}})
+    planning = tree.files().load(tree.project).untrusted("")
+    assert planning.default_mode is not None and planning.default_mode[0] == "plan"  # a narrower mode counts
