@@ -172,6 +172,9 @@ def real(path: Path) -> Path:
 def protected_paths(writable: Iterable[Path]) -> list[Path]:
     found: list[Path] = []
     for root in writable:
+        pointer = root / ".git"
+        if os.path.isfile(pointer):  # a worktree's (or submodule's) `gitdir:` line: which repository git obeys
+            found.append(real(pointer))
         for name in PROTECTED_NAMES:
             candidate = root / name
             if os.path.exists(candidate):  # a symlink is protected where it leads

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -58,30 +60,58 @@ async def test_a_sandboxed_command_cannot_create_the_projects_mcp_server_list(ho
     assert not (scene.work / ".mcp.json").exists()  # neither the planted list nor the placeholder is left
 
 
-async def test_the_placeholder_guards_every_command_until_the_last_one_ends(host_tmp: Path) -> None:
-    """Two commands at once share the placeholder: the first to end must not remove it from under the second, whose
-    sandbox would then let it create the file."""
-    work = host_tmp / "project"
-    work.mkdir()
+@asynccontextmanager
+async def sandboxed_bash(host_tmp: Path, work: Path) -> AsyncGenerator[Callable[[str], Awaitable[str]]]:
+    """The Bash tool in a sandbox whose working directory (and only root) is `work`."""
     runtime = SandboxRuntime(parse_sandbox_config(None), state_dir=host_tmp / "state", home=host_tmp)
     sandbox = runtime.for_run(cwd=work, roots=(work,))
     assert sandbox is not None
     env = scrubbed_environment(os.environ) | {"HOME": str(host_tmp)}
     ctx = ToolContext(cwd=work, allowed_roots=(work,), env=env, sandbox=sandbox)
     bash = builtin_tools()["Bash"]
+
+    async def run(command: str) -> str:
+        return await bash.run(ctx, bash.validate({"command": command}))
+
+    try:
+        yield run
+    finally:
+        sandbox.close()
+        runtime.close()
+
+
+async def test_a_worktrees_pointer_to_its_repository_stays_read_only(host_tmp: Path) -> None:
+    """In a worktree (or a submodule) `.git` is a file naming the repository. Pointed at a repository the command
+    made, with filter drivers in its config, the git the server runs when the task ends would run them, unconfined."""
+    work = host_tmp / "worktree"
+    work.mkdir()
+    pointer = work / ".git"
+    pointer.write_text("gitdir: /somewhere/.git/worktrees/agent-1\n")
+    async with sandboxed_bash(host_tmp, work) as run:
+        with anyio.fail_after(30):
+            seen = await run("g=.gi; printf 'gitdir: evil\\n' > ${g}t; echo tried")
+    assert "Read-only file system" in seen
+    assert pointer.read_text() == "gitdir: /somewhere/.git/worktrees/agent-1\n"
+
+
+async def test_the_placeholder_guards_every_command_until_the_last_one_ends(host_tmp: Path) -> None:
+    """Two commands at once share the placeholder: the first to end must not remove it from under the second, whose
+    sandbox would then let it create the file."""
+    work = host_tmp / "project"
+    work.mkdir()
     first_ended = anyio.Event()
     results: dict[str, str] = {}
 
-    async def first() -> None:
-        results["first"] = await bash.run(ctx, bash.validate({"command": "echo first"}))
-        first_ended.set()
+    async with sandboxed_bash(host_tmp, work) as run:
 
-    async def second() -> None:
-        # Waits (for the marker file the test writes after the first command ended), then tries to plant.
-        wait = "while [ ! -e go ]; do sleep 0.05; done; f=.mcp; printf x > $f.json; echo tried"
-        results["second"] = await bash.run(ctx, bash.validate({"command": wait}))
+        async def first() -> None:
+            results["first"] = await run("echo first")
+            first_ended.set()
 
-    try:
+        async def second() -> None:
+            # Waits (for the marker file the test writes after the first command ended), then tries to plant.
+            results["second"] = await run("while [ ! -e go ]; do sleep 0.05; done; f=.mcp; printf x > $f.json; echo x")
+
         with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
                 group.start_soon(second)
@@ -89,9 +119,6 @@ async def test_the_placeholder_guards_every_command_until_the_last_one_ends(host
                 await first_ended.wait()
                 assert (work / ".mcp.json").exists()  # still standing in for the second command
                 (work / "go").touch()
-    finally:
-        sandbox.close()
-        runtime.close()
     assert results["first"] == "first"
     assert "Read-only file system" in results["second"]
     assert not (work / ".mcp.json").exists()
