@@ -28,7 +28,7 @@ def report(*_):
 signal.signal(signal.SIGUSR1, report)
 try:
     main(sys.argv[1:])
-except SystemExit as exited:
+except SystemExit:
     report()
     raise
 """
