@@ -6,8 +6,8 @@ import codecs
 import mimetypes
 import os
 import stat
-from collections.abc import Iterator
 from functools import partial
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,6 +18,7 @@ from pydantic import Field
 from ..errors import ToolError
 from .base import Tool, ToolContext, ToolInput, tool_threads
 from .paths import open_resolved, resolve_path
+from .text_lines import TextLines
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -31,7 +32,6 @@ MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
 SNIPPET_CONTEXT_LINES = 4
 SNIPPET_MAX_LINES = 40
 
-_MAX_LINE_BYTES = MAX_LINE_CHARS * 4
 _UNDECODABLE_SHARE = 0.1
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "PNG image"),
@@ -159,42 +159,45 @@ def _directory_error(path: Path) -> ToolError:
 
 def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | None) -> str:
     max_lines = limit or DEFAULT_LINE_LIMIT
-    rendered: list[str] = []
-    used_chars = 0
-    last_number = 0
-    stopped_early = False
-    for number, text in enumerate(_iter_lines(file), start=1):
-        last_number = number
-        if number < start:
-            continue
-        line = f"{number:>6}\t{text}"
-        if len(rendered) == max_lines or (rendered and used_chars + len(line) > MAX_OUTPUT_CHARS):
-            stopped_early = True
-            break
-        rendered.append(line)
-        used_chars += len(line) + 1
-    if not rendered:
+    lines = TextLines(file, max_chars=MAX_LINE_CHARS, check=_stop_if_cancelled)
+    flowing = iter(lines)
+    before = sum(1 for _ in islice(flowing, start - 1))
+    window = [
+        f"{number:>6}\t{text if len(text) <= MAX_LINE_CHARS else _cut(text)}"
+        for number, text in enumerate(islice(flowing, max_lines + 1), start=start)
+    ]
+    if not window:
         return (
-            f"Warning: the file {path} has {last_number} lines, fewer than the requested offset {start}. "
+            f"Warning: the file {path} has {before} lines, fewer than the requested offset {start}. "
             "Nothing to show; use a smaller offset."
         )
-    listing = "\n".join(rendered)
-    if not stopped_early:
+    shown = _lines_within_budget(window, max_lines)
+    listing = "\n".join(window[:shown])
+    if shown == len(window):
         return listing
-    shown_last = start + len(rendered) - 1
+    shown_last = start + shown - 1
+    seen = shown_last + 1  # the line that did not fit was read too
     return (
-        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, last_number)}. "
+        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, lines, seen)}. "
         f"To read more, call Read with offset={shown_last + 1}.)"
     )
 
 
-def _how_many_in_all(file: BinaryIO, lines_seen: int) -> str:
+def _lines_within_budget(window: list[str], max_lines: int) -> int:
+    """How many of the first lines to show: at most `max_lines`, and (past the first) within MAX_OUTPUT_CHARS."""
+    shown = min(len(window), max_lines)
+    used = accumulate(len(line) + 1 for line in window[:shown])
+    over = next((index for index, total in enumerate(used) if total - 1 > MAX_OUTPUT_CHARS), None)
+    return shown if over is None else max(over, 1)
+
+
+def _how_many_in_all(file: BinaryIO, lines: TextLines, lines_seen: int) -> str:
     """How long the file is: its exact line count when the rest is small enough to count cheaply, else its size and
     an estimate from the lines seen so far (counting the rest of a huge file would cost more than the read)."""
-    position = file.tell()
+    position = lines.position()
     size = os.fstat(file.fileno()).st_size
     if size - position <= MAX_COUNTED_REST_BYTES:
-        return f" of {lines_seen + _count_remaining_lines(file)}"
+        return f" of {lines_seen + lines.rest_line_count()}"
     estimate = _two_significant_digits((size - position) * lines_seen / max(position, 1))
     return f"; about {estimate:,} more lines follow in this {_size(size)} file"
 
@@ -204,41 +207,10 @@ def _two_significant_digits(value: float) -> int:
     return max(1, int(round(value, 2 - digits)) if digits > 2 else round(value))
 
 
-def _iter_lines(file: BinaryIO) -> Iterator[str]:
-    """Lines without their line ending, each cut to MAX_LINE_CHARS; huge lines are never held whole."""
-    while raw := file.readline(_MAX_LINE_BYTES):
-        _stop_if_cancelled()
-        cut = False
-        if not raw.endswith(b"\n") and len(raw) == _MAX_LINE_BYTES:
-            cut = _skip_rest_of_line(file)
-        text = raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
-        yield _cut(text, force=cut)
-
-
-def _cut(line: str, *, force: bool = False) -> str:
-    if len(line) <= MAX_LINE_CHARS and not force:
+def _cut(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
         return line
     return f"{line[:MAX_LINE_CHARS]}… [line truncated after {MAX_LINE_CHARS} characters]"
-
-
-def _skip_rest_of_line(file: BinaryIO) -> bool:
-    skipped = False
-    while chunk := file.readline(1 << 20):
-        _stop_if_cancelled()
-        skipped = skipped or chunk != b"\n"
-        if chunk.endswith(b"\n"):
-            break
-    return skipped
-
-
-def _count_remaining_lines(file: BinaryIO) -> int:
-    count = 0
-    last = b"\n"
-    while chunk := file.read(1 << 20):
-        _stop_if_cancelled()
-        count += chunk.count(b"\n")
-        last = chunk[-1:]
-    return count if last == b"\n" else count + 1
 
 
 def _stop_if_cancelled() -> None:
