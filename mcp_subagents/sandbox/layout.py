@@ -10,6 +10,7 @@ directory of the run, and `/run`, where the sockets of system services live, is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Container, Iterable
@@ -184,20 +185,18 @@ def protected_paths(writable: Iterable[Path]) -> list[Path]:
 
 def absent_protected_paths(areas: Iterable[Path], *, masked_now: Container[Path] = ()) -> list[Path]:
     """The protected paths missing at the top of the project's writable `areas`: the folders of `MADE_WHEN_ABSENT`
-    are made (and then protected as they exist), the files of `MASKED_WHEN_ABSENT` are returned, to be masked; so
-    is a folder that could not be made. A path in `masked_now` (another command's placeholder) counts as missing."""
+    are made (and then protected as they exist), the files of `MASKED_WHEN_ABSENT` are returned, to be masked. A
+    path in `masked_now` (another command's placeholder) counts as missing. An area this user cannot write in is
+    left alone: a command could not create anything there either, and a placeholder could not be put there."""
     masked: list[Path] = []
-    for area in areas:
+    for area in dict.fromkeys(areas):
+        if not os.access(area, os.W_OK):
+            continue
         for name in MADE_WHEN_ABSENT:
             folder = area / name
-            if os.path.lexists(folder):
-                continue
-            try:
-                folder.mkdir(mode=0o755)
-            except FileExistsError:
-                continue
-            except OSError:
-                masked.append(folder)
+            if not os.path.lexists(folder):
+                with contextlib.suppress(OSError):  # made meanwhile, or the area's file system refused
+                    folder.mkdir(mode=0o755)
         for name in MASKED_WHEN_ABSENT:
             path = area / name
             if path in masked_now or not os.path.lexists(path):
@@ -208,12 +207,10 @@ def absent_protected_paths(areas: Iterable[Path], *, masked_now: Container[Path]
 def remove_placeholder(path: Path) -> None:
     """Remove what bubblewrap left where it masked a missing file: an empty regular file (anything else is not
     its)."""
-    try:
+    with contextlib.suppress(OSError):
         info = os.lstat(path)
         if stat.S_ISREG(info.st_mode) and info.st_size == 0:
             path.unlink()
-    except OSError:
-        pass
 
 
 def secret_paths(home: Path) -> list[Path]:

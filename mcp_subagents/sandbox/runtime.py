@@ -319,7 +319,7 @@ class RunSandbox:
         def setting(entry: str) -> Path:
             return resolve_setting_path(entry, home=home, project=self.cwd)
 
-        project_areas = existing([real(self.cwd), *map(real, self.roots)])
+        project_areas = existing(dict.fromkeys([real(self.cwd), *map(real, self.roots)]))
         masked = absent_protected_paths(project_areas, masked_now=runtime.masked_now())
         writable = [*project_areas, *existing(map(setting, settings.allow_write))]
         hidden: dict[Path, str] = {}
