@@ -6,6 +6,7 @@ import codecs
 import mimetypes
 import os
 import stat
+from collections.abc import Iterator
 from functools import partial
 from itertools import accumulate, islice
 from pathlib import Path
@@ -31,6 +32,7 @@ MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
 """Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""
 SNIPPET_CONTEXT_LINES = 4
 SNIPPET_MAX_LINES = 40
+_LISTING_BATCH = 256
 
 _UNDECODABLE_SHARE = 0.1
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -162,10 +164,7 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
     lines = TextLines(file, max_chars=MAX_LINE_CHARS, check=_stop_if_cancelled)
     flowing = iter(lines)
     before = sum(1 for _ in islice(flowing, start - 1))
-    window = [
-        f"{number:>6}\t{text if len(text) <= MAX_LINE_CHARS else _cut(text)}"
-        for number, text in enumerate(islice(flowing, max_lines + 1), start=start)
-    ]
+    window = _window(flowing, start=start, max_lines=max_lines)
     if not window:
         return (
             f"Warning: the file {path} has {before} lines, fewer than the requested offset {start}. "
@@ -176,11 +175,30 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
     if shown == len(window):
         return listing
     shown_last = start + shown - 1
-    seen = shown_last + 1  # the line that did not fit was read too
+    read = before + len(window)  # the lines handed out, shown or not: the rest of the file follows them
     return (
-        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, lines, seen)}. "
+        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, lines, read)}. "
         f"To read more, call Read with offset={shown_last + 1}.)"
     )
+
+
+def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
+    """Up to `max_lines + 1` numbered lines (one more tells whether more follow), formatted a batch at a time, and
+    no more batches once they exceed the output budget: a large `limit` over long lines holds little."""
+    window: list[str] = []
+    used = 0
+    while len(window) <= max_lines and used <= MAX_OUTPUT_CHARS:
+        batch = list(islice(flowing, min(_LISTING_BATCH, max_lines + 1 - len(window))))
+        if not batch:
+            break
+        number = start + len(window)
+        formatted = [
+            f"{n:>6}\t{text if len(text) <= MAX_LINE_CHARS else _cut(text)}"
+            for n, text in enumerate(batch, start=number)
+        ]
+        window += formatted
+        used += sum(map(len, formatted)) + len(formatted)
+    return window
 
 
 def _lines_within_budget(window: list[str], max_lines: int) -> int:

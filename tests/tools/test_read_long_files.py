@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.tools.files import MAX_COUNTED_REST_BYTES
+from mcp_subagents.tools.files import MAX_COUNTED_REST_BYTES, MAX_OUTPUT_CHARS
 
 from .conftest import CallTool
 
@@ -57,3 +57,14 @@ async def test_an_offset_deep_into_a_huge_file_still_continues_truthfully(call: 
     assert tail.endswith(
         f"(Showing lines {lines - 20}-{lines - 11} of {lines}. To read more, call Read with offset={lines - 10}.)"
     )
+
+
+async def test_a_read_cut_by_the_output_budget_still_counts_every_line(call: CallTool, workdir: Path) -> None:
+    path = workdir / "wide.log"
+    path.write_bytes(b"".join(b"%04d" % n + b"w" * 995 + b"\n" for n in range(1, 3001)))  # 3000 lines, 3 MB
+    result = await call("Read", {"file_path": str(path), "limit": 2000})
+    listing, note = result.split("\n\n(Showing lines 1-")
+    shown = len(listing.splitlines())
+    assert 100 < shown < 2000  # the output budget, not the limit, ended the listing
+    assert note == f"{shown} of 3000. To read more, call Read with offset={shown + 1}.)"
+    assert len(result) <= MAX_OUTPUT_CHARS + 200
