@@ -29,6 +29,10 @@ MAX_OUTPUT_CHARS = 256 * 1024
 """Budget of one Read result; reading stops early and says where to continue."""
 BINARY_SNIFF_BYTES = 8192
 MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
+INLINE_READ_BYTES = 1024 * 1024
+"""Read reads a file up to this size on the event loop (its whole work, open to listing, a few ms at most) and a
+larger one in a worker thread. With other subagents keeping the loop busy, handing a read to a thread and back took
+from 30 ms to seconds; a large file on the loop could hold it as long (a 1 GiB line is read to its end)."""
 """Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""
 SNIPPET_CONTEXT_LINES = 4
 SNIPPET_MAX_LINES = 40
@@ -98,15 +102,27 @@ async def _run_read(ctx: ToolContext, args: ReadInput) -> str:
     if args.pages is not None:
         raise ToolError(f"The pages parameter is only for PDF files. {_PDF_UNSUPPORTED}")
     path = resolve_path(ctx, args.file_path, purpose="read")
-    return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args), limiter=tool_threads())
+    try:
+        return _read_file(ctx, path, args, inline_limit=INLINE_READ_BYTES)
+    except _LargeForTheLoop:
+        return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args), limiter=tool_threads())
 
 
-def _read_file(ctx: ToolContext, path: Path, args: ReadInput) -> str:
+class _LargeForTheLoop(Exception):
+    """The file is larger than a read on the event loop may be: read it in a worker thread."""
+
+
+def _read_file(ctx: ToolContext, path: Path, args: ReadInput, *, inline_limit: int | None = None) -> str:
+    """Raises:
+    _LargeForTheLoop: the file is larger than `inline_limit` (nothing was read).
+    """
     fd = _open_existing(path, os.O_RDONLY, action="read")
     if fd is None:
         raise _missing_file(ctx, path)
     with os.fdopen(fd, "rb") as file:
         size = os.fstat(file.fileno()).st_size
+        if inline_limit is not None and size > inline_limit:
+            raise _LargeForTheLoop
         if size == 0:
             return f"The file {path} exists but is empty."
         try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import anyio.to_thread
 import pytest
 
-from mcp_subagents.tools.files import MAX_COUNTED_REST_BYTES, MAX_OUTPUT_CHARS
+from mcp_subagents.tools.files import INLINE_READ_BYTES, MAX_COUNTED_REST_BYTES, MAX_OUTPUT_CHARS
 
 from .conftest import CallTool
 
@@ -68,3 +70,26 @@ async def test_a_read_cut_by_the_output_budget_still_counts_every_line(call: Cal
     assert 100 < shown < 2000  # the output budget, not the limit, ended the listing
     assert note == f"{shown} of 3000. To read more, call Read with offset={shown + 1}.)"
     assert len(result) <= MAX_OUTPUT_CHARS + 200
+
+
+async def test_a_small_file_is_read_on_the_event_loop_and_a_large_one_in_a_thread(
+    call: CallTool, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small Read does all its work on the loop: with other subagents keeping the loop busy, the hand-over to a
+    worker thread and back took 30 ms to seconds. A larger file still goes to a thread, so one file with a huge line
+    cannot hold the loop (tests/security/test_robustness_starvation.py)."""
+    handed: list[object] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def spy(func: Any, *args: Any, **kwargs: Any) -> Any:
+        handed.append(func)
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", spy)
+    small = numbered_file(workdir / "small.log", INLINE_READ_BYTES // LINE_BYTES)
+    assert small.stat().st_size == INLINE_READ_BYTES - INLINE_READ_BYTES % LINE_BYTES
+    assert (await call("Read", {"file_path": str(small), "limit": 3})).startswith("     1\t000000001\n")
+    assert handed == []
+    large = numbered_file(workdir / "large.log", INLINE_READ_BYTES // LINE_BYTES + 1)
+    assert (await call("Read", {"file_path": str(large), "limit": 3})).startswith("     1\t000000001\n")
+    assert len(handed) == 1
