@@ -38,7 +38,7 @@ ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
 STATE_DIR_OPTIONS = tuple(option for option in RUN_OPTIONS if option.flag == "--state-dir")
 THREAD_SWITCH_INTERVAL = 0.001
 """Seconds a thread waits at most for the interpreter while another holds it (Python's default is 0.005). Tool
-work in worker threads (Read of files over 1 MiB, Write, Edit, rescans, creating task files) gives the interpreter
+work in worker threads (Read, Edit and Write of more than 1 MiB, rescans, creating task files) gives the interpreter
 up at every system call, and with other subagents keeping the event loop busy it waited the whole interval to get
 it back each time: a Read of 2000 lines took 670 ms instead of 9 ms, and 23 ms with 1 ms (bench/search.py)."""
 

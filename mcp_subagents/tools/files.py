@@ -29,10 +29,11 @@ MAX_OUTPUT_CHARS = 256 * 1024
 """Budget of one Read result; reading stops early and says where to continue."""
 BINARY_SNIFF_BYTES = 8192
 MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
-INLINE_READ_BYTES = 1024 * 1024
-"""Read reads a file up to this size on the event loop (its whole work, open to listing, a few ms at most) and a
-larger one in a worker thread. With other subagents keeping the loop busy, handing a read to a thread and back took
-from 30 ms to seconds; a large file on the loop could hold it as long (a 1 GiB line is read to its end)."""
+ON_LOOP_BYTES = 1024 * 1024
+"""Read and Edit work on a file up to this size, and Write writes up to this much, on the event loop (the whole
+call, a few ms at most); larger ones run in a worker thread. With other subagents keeping the loop busy, handing
+the work to a thread and back took from 30 ms to seconds; a large file on the loop could hold it as long (a 1 GiB
+line is read to its end)."""
 """Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""
 SNIPPET_CONTEXT_LINES = 4
 SNIPPET_MAX_LINES = 40
@@ -103,7 +104,7 @@ async def _run_read(ctx: ToolContext, args: ReadInput) -> str:
         raise ToolError(f"The pages parameter is only for PDF files. {_PDF_UNSUPPORTED}")
     path = resolve_path(ctx, args.file_path, purpose="read")
     try:
-        return _read_file(ctx, path, args, inline_limit=INLINE_READ_BYTES)
+        return _read_file(ctx, path, args, inline_limit=ON_LOOP_BYTES)
     except _LargeForTheLoop:
         return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args), limiter=tool_threads())
 
@@ -325,6 +326,8 @@ prefer Edit, which sends only the change.
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     data = _encode(args.content, "content")
+    if len(data) <= ON_LOOP_BYTES:
+        return _write_file(path, data)
     return await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
 
 
@@ -378,11 +381,17 @@ async def _run_edit(ctx: ToolContext, args: EditInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     if args.old_string == args.new_string:
         raise ToolError("No changes to make: old_string and new_string are exactly the same.")
-    return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args), limiter=tool_threads())
+    try:
+        return _edit_file(ctx, path, args, inline_limit=ON_LOOP_BYTES)
+    except _LargeForTheLoop:
+        return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args), limiter=tool_threads())
 
 
-def _edit_file(ctx: ToolContext, path: Path, args: EditInput) -> str:
-    original = _read_text_for_edit(path)
+def _edit_file(ctx: ToolContext, path: Path, args: EditInput, *, inline_limit: int | None = None) -> str:
+    """Raises:
+    _LargeForTheLoop: the file is larger than `inline_limit` (nothing was changed).
+    """
+    original = _read_text_for_edit(path, inline_limit=inline_limit)
     if original is None:
         if args.old_string:
             raise _missing_file(ctx, path)
@@ -426,12 +435,14 @@ def _edit_file(ctx: ToolContext, path: Path, args: EditInput) -> str:
     )
 
 
-def _read_text_for_edit(path: Path) -> str | None:
+def _read_text_for_edit(path: Path, *, inline_limit: int | None = None) -> str | None:
     fd = _open_existing(path, os.O_RDONLY, action="edited")
     if fd is None:
         return None
     try:
         with os.fdopen(fd, "rb") as file:
+            if inline_limit is not None and os.fstat(file.fileno()).st_size > inline_limit:
+                raise _LargeForTheLoop
             data = file.read()
     except OSError as exc:
         raise ToolError(f"Could not read {path}: {exc.strerror or exc}") from None

@@ -8,7 +8,7 @@ from typing import Any
 import anyio.to_thread
 import pytest
 
-from mcp_subagents.tools.files import INLINE_READ_BYTES, MAX_COUNTED_REST_BYTES, MAX_OUTPUT_CHARS
+from mcp_subagents.tools.files import MAX_COUNTED_REST_BYTES, MAX_OUTPUT_CHARS, ON_LOOP_BYTES
 
 from .conftest import CallTool
 
@@ -72,12 +72,12 @@ async def test_a_read_cut_by_the_output_budget_still_counts_every_line(call: Cal
     assert len(result) <= MAX_OUTPUT_CHARS + 200
 
 
-async def test_a_small_file_is_read_on_the_event_loop_and_a_large_one_in_a_thread(
+async def test_small_files_are_read_and_written_on_the_event_loop_and_large_ones_in_a_thread(
     call: CallTool, workdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A small Read does all its work on the loop: with other subagents keeping the loop busy, the hand-over to a
-    worker thread and back took 30 ms to seconds. A larger file still goes to a thread, so one file with a huge line
-    cannot hold the loop (tests/security/test_robustness_starvation.py)."""
+    """A small Read, Edit or Write does all its work on the loop: with other subagents keeping the loop busy, the
+    hand-over to a worker thread and back took 30 ms to seconds. A larger file still goes to a thread, so one file
+    with a huge line cannot hold the loop (tests/security/test_robustness_starvation.py)."""
     handed: list[object] = []
     run_sync = anyio.to_thread.run_sync
 
@@ -86,10 +86,24 @@ async def test_a_small_file_is_read_on_the_event_loop_and_a_large_one_in_a_threa
         return await run_sync(func, *args, **kwargs)
 
     monkeypatch.setattr(anyio.to_thread, "run_sync", spy)
-    small = numbered_file(workdir / "small.log", INLINE_READ_BYTES // LINE_BYTES)
-    assert small.stat().st_size == INLINE_READ_BYTES - INLINE_READ_BYTES % LINE_BYTES
+    small = numbered_file(workdir / "small.log", ON_LOOP_BYTES // LINE_BYTES)
+    assert small.stat().st_size == ON_LOOP_BYTES - ON_LOOP_BYTES % LINE_BYTES
     assert (await call("Read", {"file_path": str(small), "limit": 3})).startswith("     1\t000000001\n")
     assert handed == []
-    large = numbered_file(workdir / "large.log", INLINE_READ_BYTES // LINE_BYTES + 1)
+    large = numbered_file(workdir / "large.log", ON_LOOP_BYTES // LINE_BYTES + 1)
     assert (await call("Read", {"file_path": str(large), "limit": 3})).startswith("     1\t000000001\n")
     assert len(handed) == 1
+
+    # Edit and Write the same way: by the size of the file, and of what is written.
+    assert "1 replacement" in await call(
+        "Edit", {"file_path": str(small), "old_string": "000000002\n", "new_string": "second\n"}
+    )
+    assert "has been updated" in await call("Write", {"file_path": str(small), "content": "x" * ON_LOOP_BYTES})
+    assert len(handed) == 1
+    assert "1 replacement" in await call(
+        "Edit", {"file_path": str(large), "old_string": "000000002\n", "new_string": "second\n"}
+    )
+    assert "has been updated" in await call("Write", {"file_path": str(small), "content": "y" * (ON_LOOP_BYTES + 1)})
+    assert len(handed) == 3
+    assert large.read_bytes().startswith(b"000000001\nsecond\n000000003\n")
+    assert small.read_bytes() == b"y" * (ON_LOOP_BYTES + 1)
