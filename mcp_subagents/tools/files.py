@@ -6,7 +6,7 @@ import codecs
 import mimetypes
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import accumulate, islice
 from pathlib import Path
@@ -29,12 +29,12 @@ MAX_OUTPUT_CHARS = 256 * 1024
 """Budget of one Read result; reading stops early and says where to continue."""
 BINARY_SNIFF_BYTES = 8192
 MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
+"""Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""
 ON_LOOP_BYTES = 1024 * 1024
 """Read and Edit work on a file up to this size, and Write writes up to this much, on the event loop (the whole
 call, a few ms at most); larger ones run in a worker thread. With other subagents keeping the loop busy, handing
 the work to a thread and back took from 30 ms to seconds; a large file on the loop could hold it as long (a 1 GiB
 line is read to its end)."""
-"""Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""
 SNIPPET_CONTEXT_LINES = 4
 SNIPPET_MAX_LINES = 40
 _LISTING_BATCH = 256
@@ -103,14 +103,20 @@ async def _run_read(ctx: ToolContext, args: ReadInput) -> str:
     if args.pages is not None:
         raise ToolError(f"The pages parameter is only for PDF files. {_PDF_UNSUPPORTED}")
     path = resolve_path(ctx, args.file_path, purpose="read")
-    try:
-        return _read_file(ctx, path, args, inline_limit=ON_LOOP_BYTES)
-    except _LargeForTheLoop:
-        return await anyio.to_thread.run_sync(partial(_read_file, ctx, path, args), limiter=tool_threads())
+    return await _on_loop_unless_large(partial(_read_file, ctx, path, args))
 
 
 class _LargeForTheLoop(Exception):
-    """The file is larger than a read on the event loop may be: read it in a worker thread."""
+    """The file is larger than work on the event loop may take on: do it in a worker thread."""
+
+
+async def _on_loop_unless_large(work: Callable[..., str]) -> str:
+    """`work(inline_limit=ON_LOOP_BYTES)` on the event loop; when it refuses (the file is larger), `work()` in a
+    worker thread."""
+    try:
+        return work(inline_limit=ON_LOOP_BYTES)
+    except _LargeForTheLoop:
+        return await anyio.to_thread.run_sync(work, limiter=tool_threads())
 
 
 def _read_file(ctx: ToolContext, path: Path, args: ReadInput, *, inline_limit: int | None = None) -> str:
@@ -381,10 +387,7 @@ async def _run_edit(ctx: ToolContext, args: EditInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     if args.old_string == args.new_string:
         raise ToolError("No changes to make: old_string and new_string are exactly the same.")
-    try:
-        return _edit_file(ctx, path, args, inline_limit=ON_LOOP_BYTES)
-    except _LargeForTheLoop:
-        return await anyio.to_thread.run_sync(partial(_edit_file, ctx, path, args), limiter=tool_threads())
+    return await _on_loop_unless_large(partial(_edit_file, ctx, path, args))
 
 
 def _edit_file(ctx: ToolContext, path: Path, args: EditInput, *, inline_limit: int | None = None) -> str:
