@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
+from stat import S_ISREG
 from typing import cast
 
 from .base import ToolContext
-from .paths import has_other_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,21 +54,23 @@ class SearchTarget:
         return [prefix + path[length:] if path.startswith(cut) else path for path in paths]
 
 
-@dataclass(slots=True)
-class FileBlock:
-    """One file's lines of rg's output: rg writes each file's lines together, even when it searches in parallel."""
-
-    path: str
-    lines: list[str | None] = field(default_factory=lambda: [])
-    """What follows the path on each line; None for a separator between groups of context lines."""
+FileLines = tuple[str, str, int, int]
+"""One file's lines of rg's output (rg writes each file's lines together, even when it searches in parallel): the
+file's place in path order (see `_path_order`), the path shown, and where its lines start and stop in
+`GrepResults.lines`. A plain tuple of strings and numbers: a Grep can hold tens of thousands, such a tuple costs a
+fifth of a dataclass to make, and the garbage collector stops tracking it after one look."""
 
 
 @dataclass(slots=True)
 class GrepResults:
-    blocks: list[FileBlock]
+    blocks: list[FileLines]
     """Content and count: in the order shown, by path as `rg --sort path` orders them."""
     skipped: set[str]
     """The hard-linked files left out."""
+    lines: list[str | None] = field(default_factory=lambda: [])
+    """The lines of the files in `blocks` (and no others), file after file as rg printed them: what follows the path
+    on each line, None for a separator between groups of context lines. One list for all: a list per file would
+    give the garbage collector tens of thousands of objects to scan."""
     separator: str | None = None
     """What rg prints between groups of context lines (and between files), when it prints context."""
     files: list[str] | None = None
@@ -83,10 +85,8 @@ class GrepResults:
         """How many entries there are to page through: lines, counts or files."""
         if self.files is not None:
             return len(self.files)
-        if self.counted is not None:
-            return len(self.blocks)
-        lines = sum(len(block.lines) for block in self.blocks)
-        return lines + (len(self.blocks) - 1 if self.separator is not None and self.blocks else 0)
+        separators = len(self.blocks) - 1 if self.separator is not None and self.blocks else 0
+        return len(self.lines) + separators
 
     def page(self, start: int, stop: int | None, *, line_numbers: bool) -> tuple[str, int]:
         """Entries `start` to `stop` (exclusive; None: to the end) as Grep shows them, one per line, and how many."""
@@ -101,23 +101,25 @@ class GrepResults:
 
     def _match_lines(self, start: int, stop: int | None) -> tuple[str, int]:
         """The usual case, where every line is a match: `path:line`, joined a file at a time."""
+        every_line = cast("list[str]", self.lines)  # no separators without context
         chunks: list[str] = []
         position = shown = 0
-        for block in self.blocks:
+        for _, path, first, end in self.blocks:
             if stop is not None and position >= stop:
                 break
-            lines = cast("list[str]", block.lines)  # no separators without context
-            end = position + len(lines)
-            if end > start:
-                if position < start or (stop is not None and end > stop):
-                    lines = lines[max(start - position, 0) : None if stop is None else stop - position]
-                if len(lines) == 1:  # every file in count mode, most in content mode
-                    chunks.append(f"{block.path}:{lines[0]}")
+            after = position + end - first
+            if after > start:
+                if position < start:
+                    first += start - position
+                if stop is not None and after > stop:
+                    end -= after - stop
+                if end - first == 1:  # every file in count mode, most in content mode
+                    chunks.append(f"{path}:{every_line[first]}")
                 else:
-                    prefix = f"{block.path}:"
-                    chunks.append(prefix + f"\n{prefix}".join(lines))
-                shown += len(lines)
-            position = end
+                    prefix = f"{path}:"
+                    chunks.append(prefix + f"\n{prefix}".join(every_line[first:end]))
+                shown += end - first
+            position = after
         return "\n".join(chunks), shown
 
     def count_total(self) -> int:
@@ -125,11 +127,11 @@ class GrepResults:
         return self.counted or 0
 
     def _lines_with_context(self, separator: str, *, numbered: bool) -> Iterator[str]:
-        for index, block in enumerate(self.blocks):
+        for index, (_, path, first, end) in enumerate(self.blocks):
             if index and self.separator is not None:
                 yield separator
-            match_prefix, context_prefix = f"{block.path}:", f"{block.path}-"
-            for line in block.lines:
+            match_prefix, context_prefix = f"{path}:", f"{path}-"
+            for line in self.lines[first:end]:
                 if line is None:
                     yield separator
                 elif numbered and _CONTEXT_LINE.match(line):
@@ -147,25 +149,32 @@ class LinesByFile:
 
     def __init__(self, ctx: ToolContext, target: SearchTarget, *, context_lines: bool, counting: bool = False) -> None:
         self._readable = ctx.readable
-        self._absolute = target.absolute
+        self._target = target
         self._context_lines = context_lines
         self._counted: int | None = 0 if counting else None
         """Count mode: the counts of the files kept so far, added while each line is at hand."""
-        self._blocks: list[FileBlock] = []
-        self._skipped: set[str] = set()
-        self._separator: str | None = None
-        self._printed_path: str | None = None
+        self._files: list[FileLines] = []
+        """The files kept so far, but the one rg is printing."""
         self._lines: list[str | None] = []
-        """The lines of the file rg is printing; a list nobody keeps when that file is left out."""
+        """The lines of the files kept so far, the one rg is printing included."""
+        self._printed: tuple[str, str, int] | None = None
+        """The file rg is printing, when it is kept: its place in path order, path shown, and first line."""
+        self._printed_path: str | None = None
+        """The path of the file rg is printing, as rg printed it."""
         self._pending = 0
         """Separators seen since the last line with a path."""
+        self._skipped: set[str] = set()
+        self._separator: str | None = None
         self.results = GrepResults([], set())
         """Once finished: what to show."""
 
     def feed(self, records: list[str]) -> None:
-        printed_path, pending = self._printed_path, self._pending
-        lines: list[str | None] = self._lines
-        readable, stat_of = self._readable, os.stat
+        # Tens of thousands of lines: every step in this loop counts, hence the local names and the inlined checks.
+        printed, printed_path, pending, counted = self._printed, self._printed_path, self._pending, self._counted
+        files, lines, skipped = self._files, self._lines, self._skipped
+        readable, stat_of, is_regular = self._readable, os.stat, S_ISREG
+        cut, prefix = self._target.cut, self._target.prefix
+        cut_length = len(cut)
         for line in records:
             path, nul, rest = line.partition("\0")
             if not nul:
@@ -173,38 +182,48 @@ class LinesByFile:
                     self._separator = line
                     pending += 1
             elif path == printed_path:
-                if pending:
-                    lines += [None] * pending
-                    pending = 0
-                lines.append(rest)
+                if printed is not None:
+                    if pending:
+                        lines += [None] * pending
+                    lines.append(rest)
+                pending = 0
             else:
-                printed_path, pending = path, 0
-                lines = [rest]
-                shown = self._absolute(path)
+                if printed is not None:
+                    files.append((printed[0], printed[1], printed[2], len(lines)))
+                printed, printed_path, pending = None, path, 0
+                shown = prefix + path[cut_length:] if prefix and path.startswith(cut) else path
                 try:
                     info = stat_of(shown)
                 except (OSError, ValueError):
-                    info = None  # gone since rg read it: nothing is linked to it any more
-                if info is not None and has_other_names(info):
-                    self._skipped.add(shown)
-                elif readable is None or readable(shown):
-                    self._blocks.append(FileBlock(shown, lines))
-                    if self._counted is not None and rest.isdigit():
-                        self._counted += int(rest)
-        self._printed_path, self._lines, self._pending = printed_path, lines, pending
+                    pass  # gone since rg read it: nothing is linked to it any more
+                else:
+                    if info.st_nlink > 1 and is_regular(info.st_mode):  # paths.has_other_names, inlined
+                        skipped.add(shown)
+                        continue
+                if readable is None or readable(shown):
+                    printed = (shown.replace("/", "\0") if shown.isascii() else _path_order(shown), shown, len(lines))
+                    lines.append(rest)
+                    if counted is not None and rest.isdigit():
+                        counted += int(rest)
+        self._printed, self._printed_path, self._pending, self._counted = printed, printed_path, pending, counted
 
     def finish(self) -> None:
-        self._blocks.sort(key=_path_order)
+        files, printed = self._files, self._printed
+        if printed is not None:
+            files.append((printed[0], printed[1], printed[2], len(self._lines)))
+        files.sort()  # by path order: one entry per path, so the order never reaches the rest of a tuple
         self.results = GrepResults(
-            self._blocks, self._skipped, self._separator, context_lines=self._context_lines, counted=self._counted
+            files,
+            self._skipped,
+            self._lines,
+            self._separator,
+            context_lines=self._context_lines,
+            counted=self._counted,
         )
 
 
-def _path_order(block: FileBlock) -> str:
+def _path_order(path: str) -> str:
     """The order of `rg --sort path`: by the bytes of each component in turn ("a/b" before "a.txt"). As a string
-    whose characters are those bytes: an ASCII path already is one, and comparing strings is quicker than encoding
-    every path."""
-    path = block.path
-    if path.isascii():
-        return path.replace("/", "\0")
+    whose characters are those bytes: an ASCII path already is one (`LinesByFile.feed` replaces the "/" of those
+    itself), and comparing strings is quicker than encoding every path."""
     return path.encode("utf-8", "surrogateescape").replace(b"/", b"\0").decode("latin-1")
