@@ -60,8 +60,10 @@ def listing_matcher(pattern: str) -> Callable[[list[str]], list[str]]:
 
     When every brace alternative is `**/` and a name the filter checks exactly (`**/*.py`, `**/index.ts`), the
     filter has already judged the name and only the dot rules remain: `**` enters no directory whose name starts
-    with a dot, and a wildcard matches no name starting with one unless the pattern spells that dot. Else
-    `PathMatcher` judges every path."""
+    with a dot, and a wildcard matches no name starting with one unless the pattern spells that dot. `**/*` is
+    those dot rules alone. Else `PathMatcher` judges every path."""
+    if os.name != "nt" and set(_alternatives(pattern) or ()) == {"**/*"}:
+        return _without_dotted_names  # every file: the costliest listing, where matching each path showed most
     alternatives = _alternatives(pattern) if _filter_globs(pattern) else None
     if not alternatives or not all(_is_exact_name_filter(alternative) for alternative in alternatives):
         return _each(PathMatcher(pattern).match)

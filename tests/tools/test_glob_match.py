@@ -109,6 +109,25 @@ def test_the_listing_matcher_keeps_the_dot_rules(pattern: str, path: str, matche
     assert bool(wcglob.compile(pattern, flags=glob_flags()).match(path)) is matches
 
 
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("**/*", "main", True),
+        ("**/*", "src/app.py", True),
+        ("**/*", "a/b.c/d", True),
+        ("{**/*,**/*}", "src/app.py", True),
+        ("**/*", ".env", False),
+        ("**/*", "src/.env", False),
+        ("**/*", "src/.cache/x.py", False),
+        ("{**/*,**/*}", ".config/tool.json", False),
+    ],
+)
+def test_the_every_file_pattern_keeps_the_dot_rules(pattern: str, path: str, matches: bool) -> None:
+    assert not ripgrep_name_filter(pattern), "rg lists every file for this pattern"
+    assert listing_matcher(pattern)([path]) == ([path] if matches else [])
+    assert bool(wcglob.compile(pattern, flags=glob_flags()).match(path)) is matches
+
+
 def _rg_glob_accepts(glob: str, name: str) -> bool:
     """The filter's globs are a literal start and end around at most one `*`."""
     start, star, end = glob.partition("*")
