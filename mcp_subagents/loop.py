@@ -26,11 +26,10 @@ from .messages import (
     UserMessage,
 )
 from .models.base import EffortLevel, Model, ModelRequest, ModelResponse
-from .tools.base import Tool, ToolContext, ToolInput, safe_text
+from .tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text
 
 logger = logging.getLogger(__name__)
 
-MAX_TOOL_RESULT_CHARS = 100_000
 MAX_SUMMARY_ATTEMPTS = 4
 CONTEXT_FULL = "The conversation no longer fits the model's context window; start a new task with less input."
 CUT_OFF_TOOL_CALL_NOTICE = (

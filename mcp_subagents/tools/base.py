@@ -24,6 +24,9 @@ competes with the event loop for the GIL: with 8 scanning a huge file, tools/lis
 if TYPE_CHECKING:
     from ..models.base import Model
 
+MAX_TOOL_RESULT_CHARS = 100_000
+"""What the loop passes on of one tool's answer (the rest is cut). A tool whose answer pages stops within it."""
+
 
 class ToolInput(BaseModel):
     """Base of every tool's input model: unknown fields are rejected, as the contract says."""

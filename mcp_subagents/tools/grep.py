@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput
+from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput
 from .grep_results import GrepResults, LinesByFile, SearchTarget
 from .newest_first import NewestFirst
 from .ripgrep import (
@@ -20,6 +20,9 @@ from .ripgrep import (
 
 GREP_DEFAULT_HEAD_LIMIT = 250
 GREP_MAX_COLUMNS = 500
+GREP_PAGE_CHARS = MAX_TOOL_RESULT_CHARS - 2_000
+"""The most a page of results holds, so that with its notes it is passed on whole: a page that would be longer ends
+at the last whole entry that fits, with the offset to go on from, rather than be cut mid-line by the loop."""
 
 
 OutputMode = Literal["content", "files_with_matches", "count"]
@@ -191,9 +194,10 @@ def _split_globs(raw: str | None) -> list[str]:
 def _render_grep(args: GrepInput, results: GrepResults) -> str:
     total = results.total
     stop = args.offset + args.head_limit if args.head_limit else None
-    body, shown = results.page(args.offset, stop, line_numbers=args.line_numbers)
+    body, shown = results.page(args.offset, stop, line_numbers=args.line_numbers, budget=GREP_PAGE_CHARS)
     if not shown:
         return f"No results at offset {args.offset}: there are only {total}."
+    asked = total - args.offset if stop is None else min(stop, total) - args.offset
     if args.output_mode == "files_with_matches":
         noun = "file" if total == 1 else "files"
         body = f"Found {total} {noun}\n{body}"
@@ -203,8 +207,9 @@ def _render_grep(args: GrepInput, results: GrepResults) -> str:
     if args.offset == 0 and shown == total:
         return body
     first, last = args.offset + 1, args.offset + shown
+    why = f" More would not fit in one answer ({GREP_PAGE_CHARS} characters)." if shown < asked else ""
     more = f" Use offset={last} to see more." if last < total else ""
-    return f"{body}\n\n(Showing results {first}-{last} of {total}.{more})"
+    return f"{body}\n\n(Showing results {first}-{last} of {total}.{why}{more})"
 
 
 GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from stat import S_ISREG
 from typing import cast
@@ -88,22 +86,23 @@ class GrepResults:
         separators = len(self.blocks) - 1 if self.separator is not None and self.blocks else 0
         return len(self.lines) + separators
 
-    def page(self, start: int, stop: int | None, *, line_numbers: bool) -> tuple[str, int]:
-        """Entries `start` to `stop` (exclusive; None: to the end) as Grep shows them, one per line, and how many."""
+    def page(self, start: int, stop: int | None, *, line_numbers: bool, budget: int) -> tuple[str, int]:
+        """Entries `start` to `stop` (exclusive; None: to the end) as Grep shows them, one per line, and how many:
+        fewer when the next would take the text past `budget` characters, but at least one."""
         if self.files is not None:
             paths = self.files[start:stop]
+            paths = paths[: _fitting(paths, budget + 1) or 1]
             return "\n".join(paths), len(paths)
         if self.separator is None and not self.context_lines:
-            return self._match_lines(start, stop)
-        numbered = line_numbers and self.context_lines
-        entries = list(islice(self._lines_with_context(self.separator or "", numbered=numbered), start, stop))
-        return "\n".join(entries), len(entries)
+            return self._match_lines(start, stop, budget)
+        return self._lines_with_context(start, stop, budget, numbered=line_numbers and self.context_lines)
 
-    def _match_lines(self, start: int, stop: int | None) -> tuple[str, int]:
+    def _match_lines(self, start: int, stop: int | None, budget: int) -> tuple[str, int]:
         """The usual case, where every line is a match: `path:line`, joined a file at a time."""
         every_line = cast("list[str]", self.lines)  # no separators without context
         chunks: list[str] = []
         position = shown = 0
+        room = budget + 1  # each entry costs its length and a line break before it, the first's included
         for _, path, first, end in self.blocks:
             if stop is not None and position >= stop:
                 break
@@ -114,10 +113,17 @@ class GrepResults:
                 if stop is not None and after > stop:
                     end -= after - stop
                 if end - first == 1:  # every file in count mode, most in content mode
-                    chunks.append(f"{path}:{every_line[first]}")
+                    chunk = f"{path}:{every_line[first]}"
                 else:
                     prefix = f"{path}:"
-                    chunks.append(prefix + f"\n{prefix}".join(every_line[first:end]))
+                    chunk = prefix + f"\n{prefix}".join(every_line[first:end])
+                if len(chunk) + 1 > room:
+                    lines = [f"{path}:{line}" for line in every_line[first:end]]
+                    fitting = _fitting(lines, room) or (0 if shown else 1)
+                    chunks += lines[:fitting]
+                    return "\n".join(chunks), shown + fitting
+                room -= len(chunk) + 1
+                chunks.append(chunk)
                 shown += end - first
             position = after
         return "\n".join(chunks), shown
@@ -126,21 +132,53 @@ class GrepResults:
         """The sum of the counts, in count mode (0 in the others)."""
         return self.counted or 0
 
-    def _lines_with_context(self, separator: str, *, numbered: bool) -> Iterator[str]:
+    def _lines_with_context(self, start: int, stop: int | None, budget: int, *, numbered: bool) -> tuple[str, int]:
+        """Lines with context or separators: `path:line` for a match, `path-line` for a numbered context line, and
+        rg's separator between groups and between files. Built a file at a time; only the files at the page's edges
+        are cut."""
+        between_files = self.separator is not None
+        separator = self.separator or ""
+        every_line = self.lines
+        is_context = _CONTEXT_LINE.match if numbered else None
+        entries: list[str] = []
+        position = 0
+        room = budget + 1  # as in `_match_lines`
         for index, (_, path, first, end) in enumerate(self.blocks):
-            if index and self.separator is not None:
-                yield separator
-            match_prefix, context_prefix = f"{path}:", f"{path}-"
-            for line in self.lines[first:end]:
-                if line is None:
-                    yield separator
-                elif numbered and _CONTEXT_LINE.match(line):
-                    yield context_prefix + line
-                else:
-                    yield match_prefix + line
+            if stop is not None and position >= stop:
+                break
+            lead = 1 if index and between_files else 0
+            after = position + lead + end - first
+            if after > start:
+                match_prefix, context_prefix = f"{path}:", f"{path}-"
+                block = [separator] if lead else []
+                block += [
+                    separator
+                    if line is None
+                    else (context_prefix if is_context is not None and is_context(line) else match_prefix) + line
+                    for line in every_line[first:end]
+                ]
+                if position < start or (stop is not None and after > stop):
+                    block = block[max(start - position, 0) : None if stop is None else stop - position]
+                size = sum(map(len, block)) + len(block)
+                if size > room:
+                    entries += block[: _fitting(block, room) or (0 if entries else 1)]
+                    break
+                room -= size
+                entries += block
+            position = after
+        return "\n".join(entries), len(entries)
 
 
 _CONTEXT_LINE = re.compile(r"\d+-")
+
+
+def _fitting(entries: list[str], room: int) -> int:
+    """How many of the first `entries` fit in `room`, each costing its length and one line break."""
+    for count, entry in enumerate(entries):
+        room -= len(entry) + 1
+        if room < 0:
+            return count
+    return len(entries)
 
 
 class LinesByFile:

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 from mcp_subagents.errors import ToolError
+from mcp_subagents.tools.base import MAX_TOOL_RESULT_CHARS
+from mcp_subagents.tools.grep import GREP_PAGE_CHARS
+from mcp_subagents.tools.grep_results import GrepResults
 from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool, put
@@ -208,6 +212,80 @@ async def test_grep_paginates_with_head_limit_and_offset(call: CallTool, workdir
     assert "Showing results 4-6 of 10" in second
     everything = await call("Grep", {"pattern": "hit", "output_mode": "content", "head_limit": 0})
     assert len(everything.split("\n")) == 10
+
+
+PAGE_NOTE = re.compile(
+    r"\n\n\(Showing results (\d+)-(\d+) of (\d+)\."
+    r"( More would not fit in one answer \(\d+ characters\)\.)?( Use offset=(\d+) to see more\.)?\)$"
+)
+
+
+async def _every_page(call: CallTool, arguments: dict[str, object]) -> tuple[list[str], int]:
+    """The entries of every page Grep gives with head_limit 0, following each page's offset; and how many pages."""
+    entries: list[str] = []
+    pages = 0
+    offset = 0
+    while True:
+        answer = await call("Grep", {**arguments, "head_limit": 0, "offset": offset})
+        pages += 1
+        assert len(answer) <= MAX_TOOL_RESULT_CHARS, "the loop would cut this answer mid-line"
+        note = PAGE_NOTE.search(answer)
+        body = answer[: note.start()] if note else answer
+        if arguments.get("output_mode") == "files_with_matches":
+            body = body.split("\n", 1)[1]  # "Found N files", on every page
+        if arguments.get("output_mode") == "count":
+            body = body.rsplit("\n\n", 1)[0]  # "Found N matching lines across M files", on every page
+        entries += body.split("\n")
+        if note is None or note.group(6) is None:
+            return entries, pages
+        assert note.group(4), "a page cut short says why"
+        assert len(body) > GREP_PAGE_CHARS - 500, "and was full: none of these entries is that long"
+        assert int(note.group(1)) == offset + 1 and int(note.group(6)) == int(note.group(2)) == len(entries)
+        offset = len(entries)
+
+
+async def test_a_page_too_long_for_one_answer_ends_at_a_whole_line_and_pages_on(call: CallTool, workdir: Path) -> None:
+    path = put(workdir, "f.txt", "".join(f"hit {n} {'x' * 60}\n" for n in range(1, 3001)))
+    entries, pages = await _every_page(call, {"pattern": "hit", "output_mode": "content"})
+    assert entries == [f"{path}:{n}:hit {n} {'x' * 60}" for n in range(1, 3001)]
+    assert pages > 1
+
+
+async def test_a_page_with_context_too_long_for_one_answer_pages_on_without_losing_a_line(
+    call: CallTool, workdir: Path
+) -> None:
+    lines = [f"{'hit' if n % 4 == 1 else 'miss'} {n} {'x' * 60}" for n in range(1, 3002)]  # ends with a match
+    path = put(workdir, "f.txt", "".join(f"{line}\n" for line in lines))
+    expected: list[str] = []
+    for n, line in enumerate(lines, start=1):
+        if n % 4 == 3:
+            continue  # neither a match nor next to one
+        if expected and n % 4 == 0:
+            expected.append("--")
+        expected.append(f"{path}:{n}:{line}" if n % 4 == 1 else f"{path}-{n}-{line}")
+    entries, pages = await _every_page(call, {"pattern": "hit", "output_mode": "content", "-C": 1})
+    assert entries == expected
+    assert pages > 1
+
+
+@pytest.mark.parametrize("mode", ["count", "files_with_matches"])
+async def test_a_long_list_of_files_pages_on_within_one_answer(call: CallTool, workdir: Path, mode: str) -> None:
+    paths = [put(workdir, f"d/a_file_with_a_rather_long_name_{n:04d}.txt", "hit\n", mtime=n) for n in range(1500)]
+    entries, pages = await _every_page(call, {"pattern": "hit", "output_mode": mode})
+    if mode == "count":
+        assert entries == [f"{path}:1" for path in paths]  # in path order
+    else:
+        assert entries == [str(path) for path in reversed(paths)]  # newest first
+    assert pages > 1
+
+
+def test_a_page_shows_at_least_one_entry_however_long() -> None:
+    long_line = "1:" + "x" * 50
+    results = GrepResults([("a", "/a", 0, 2), ("b", "/b", 2, 3)], set(), [long_line, "2:y", "1:z"])
+    assert results.page(0, None, line_numbers=True, budget=10) == (f"/a:{long_line}", 1)
+    assert results.page(1, None, line_numbers=True, budget=13) == ("/a:2:y\n/b:1:z", 2)
+    assert results.page(1, None, line_numbers=True, budget=12) == ("/a:2:y", 1)
+    assert results.page(0, None, line_numbers=True, budget=100) == (f"/a:{long_line}\n/a:2:y\n/b:1:z", 3)
 
 
 async def test_grep_defaults_to_250_results(call: CallTool, workdir: Path) -> None:
