@@ -17,7 +17,7 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import Tool, ToolContext, ToolInput, tool_threads
+from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, tool_threads
 from .paths import open_resolved, resolve_path
 from .text_lines import TextLines
 
@@ -25,8 +25,9 @@ DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 MAX_UNPAGED_BYTES = 256 * 1024
 """Larger files need offset/limit (or allow_large)."""
-MAX_OUTPUT_CHARS = 256 * 1024
-"""Budget of one Read result; reading stops early and says where to continue."""
+MAX_OUTPUT_CHARS = MAX_TOOL_RESULT_CHARS - 2_000
+"""Budget of one Read result; reading stops early and says where to continue. Within what the loop passes on of one
+answer, with room for that note: past it the loop would cut the listing mid-line and the note with it."""
 BINARY_SNIFF_BYTES = 8192
 MAX_COUNTED_REST_BYTES = 4 * 1024 * 1024
 """Up to this much after the lines shown, Read counts the remaining lines; beyond, it estimates them."""

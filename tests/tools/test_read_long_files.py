@@ -8,6 +8,7 @@ from typing import Any
 import anyio.to_thread
 import pytest
 
+from mcp_subagents.tools.base import MAX_TOOL_RESULT_CHARS
 from mcp_subagents.tools.files import MAX_COUNTED_REST_BYTES, MAX_OUTPUT_CHARS, ON_LOOP_BYTES
 
 from .conftest import CallTool
@@ -67,9 +68,10 @@ async def test_a_read_cut_by_the_output_budget_still_counts_every_line(call: Cal
     result = await call("Read", {"file_path": str(path), "limit": 2000})
     listing, note = result.split("\n\n(Showing lines 1-")
     shown = len(listing.splitlines())
-    assert 100 < shown < 2000  # the output budget, not the limit, ended the listing
+    assert 10 < shown < 2000  # the output budget, not the limit, ended the listing
     assert note == f"{shown} of 3000. To read more, call Read with offset={shown + 1}.)"
     assert len(result) <= MAX_OUTPUT_CHARS + 200
+    assert len(result) <= MAX_TOOL_RESULT_CHARS, "the loop would cut the listing and its note"
 
 
 async def test_small_files_are_read_and_written_on_the_event_loop_and_large_ones_in_a_thread(
