@@ -9,7 +9,9 @@ it) against the same idle. (The harness for the search figures' own round: today
 The tree also holds a pattern with many matches (two lines of every file), where the tools' own work shows. The
 tools run as a subagent runs them (`Tool.validate` then `Tool.run` with a ToolContext on the tree), without a
 sandbox; `rg` runs as a plain subprocess with the flags that give the same files or lines (not the same order: the
-tools sort newest first, rg does not sort). Wall-time medians, alternating tool and rg.
+tools sort newest first, rg does not sort). Wall-time medians, alternating tool and rg. With head_limit 0 and many
+matches, Grep still parses, checks and sorts every line rg prints, but answers one page: what one tool result holds
+(about 100,000 characters; the model is given no more), where rg prints everything.
 """
 
 from __future__ import annotations
