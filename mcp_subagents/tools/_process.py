@@ -86,7 +86,8 @@ async def run_captured(
     gather_seconds: float = 0.0,
 ) -> Finished:
     """Run `command` to its end or its deadline, draining its output into the sinks. With `gather_seconds`, stdout
-    comes through a pipe read here, again only that long after a small chunk (see `_OwnPipe`).
+    comes through a pipe read here, again only that long after a small chunk, or once the process has exited (see
+    `_OwnPipe`).
 
     Raises:
         ToolError: the process could not be started.
@@ -94,13 +95,14 @@ async def run_captured(
     with ExitStack() as stack:
         own = stack.enter_context(_OwnPipe()) if gather_seconds else None
         process = await _spawn(command, stdout=own.write_end if own is not None else subprocess.PIPE)
+        exited = anyio.Event()
         if own is not None:
             own.close_write_end()  # the child holds it: its exit is the end of the output
-            read_stdout = partial(own.drain, stdout, gather_seconds)
+            read_stdout = partial(own.drain, stdout, gather_seconds, exited)
         else:
             read_stdout = partial(_drain, process.stdout, stdout)
         try:
-            finished = await _supervise(process, command, read_stdout, stderr, time_limit, drain_grace)
+            finished = await _supervise(process, command, read_stdout, stderr, time_limit, drain_grace, exited)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await terminate(process, command.tag)
@@ -114,7 +116,8 @@ async def run_captured(
 class _OwnPipe:
     """A pipe for a child's stdout read here with plain reads, not by the event loop's pipe transport, which reads
     (and wakes the loop) at every write of the child: rg searching in parallel writes once per file, 20,000 writes
-    for 20,000 files. `drain` pauses after a small chunk so the rest piles up in the pipe and comes in one read."""
+    for 20,000 files. `drain` pauses after a small chunk so the rest piles up in the pipe and comes in one read; the
+    pause ends early when the child exits, since all it wrote is then waiting."""
 
     def __init__(self) -> None:
         self.read_end, self.write_end = os.pipe()  # neither is inherited; the child gets the write end as fd 1
@@ -126,7 +129,7 @@ class _OwnPipe:
     def close_write_end(self) -> None:
         self._close(self.write_end)
 
-    async def drain(self, sink: Sink, gather_seconds: float) -> None:
+    async def drain(self, sink: Sink, gather_seconds: float, exited: anyio.Event) -> None:
         """Everything the child writes, into `sink`, until every holder of the write end closed it."""
         while True:
             try:
@@ -138,7 +141,8 @@ class _OwnPipe:
                 return
             sink.add(chunk)
             if len(chunk) < GATHER_BELOW_BYTES:
-                await anyio.sleep(gather_seconds)
+                with anyio.move_on_after(gather_seconds):
+                    await exited.wait()
 
     def _close(self, fd: int) -> None:
         if fd in self._open:
@@ -185,6 +189,7 @@ async def _supervise(
     stderr: Sink,
     time_limit: float,
     drain_grace: float,
+    exited: anyio.Event,
 ) -> Finished:
     finished = Finished(pid=process.pid)
     drained = anyio.Event()
@@ -204,6 +209,7 @@ async def _supervise(
         if deadline.cancelled_caught:
             finished.timed_out = True
             await terminate(process, command.tag)
+        exited.set()
         with anyio.move_on_after(drain_grace) as grace:
             await drained.wait()
         if grace.cancelled_caught:

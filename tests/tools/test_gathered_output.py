@@ -1,5 +1,6 @@
 """A child's stdout read through a pipe of our own (rg's, for Glob and Grep): every byte in order however small the
-writes, fewer reads than writes, and a child that leaves something holding the pipe does not hold the result."""
+writes, fewer reads than writes, the child's exit ends a pause at once, and a child that leaves something holding
+the pipe does not hold the result."""
 
 from __future__ import annotations
 
@@ -60,3 +61,16 @@ async def test_a_child_left_holding_the_pipe_does_not_hold_the_result(tmp_path: 
 
     assert finished.returncode == 0 and finished.output_abandoned
     assert bytes(stdout.data) == b"done\n"
+
+
+async def test_the_exit_of_the_child_ends_a_pause_for_more_output_at_once(tmp_path: Path) -> None:
+    """After a small chunk the reader pauses for more; the child's exit must end that pause, or every search would
+    end a pause late (here the pause is an hour: the test's deadline is what a late end would break)."""
+    command = Command(argv=["sh", "-c", "echo first; sleep 0.2; echo last"], cwd=tmp_path, env=dict(os.environ))
+    stdout, stderr = Counted(), CappedBytes(1024)
+
+    with anyio.fail_after(10):
+        finished = await run_captured(command, stdout=stdout, stderr=stderr, time_limit=30, gather_seconds=3600)
+
+    assert finished.returncode == 0
+    assert bytes(stdout.data) == b"first\nlast\n"
