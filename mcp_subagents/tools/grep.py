@@ -109,7 +109,7 @@ need escaping (use `interface\\{{\\}}` to find `interface{{}}` in Go code).
 - Output modes: "content" shows matching lines, "files_with_matches" shows only file paths (default, most \
 recently modified first), "count" shows match counts per file.
 - Results are paginated: head_limit (default {GREP_DEFAULT_HEAD_LIMIT}, 0 = unlimited) and offset; a note says \
-when more results exist.
+when more results exist. A page longer than one answer can hold ends early, with the offset to go on from.
 - Patterns match within single lines by default. For patterns that span lines, like `struct \\{{[\\s\\S]*?field`, \
 use multiline: true.
 - Hidden files are searched; files ignored by .gitignore and the .git directory are not. Lines longer than \
