@@ -28,6 +28,16 @@ MAX_TOOL_RESULT_CHARS = 100_000
 """What the loop passes on of one tool's answer (the rest is cut). A tool whose answer pages stops within it."""
 
 
+def lines_that_fit(lines: Sequence[str], budget: int) -> int:
+    """How many of the first `lines`, joined by line breaks, fit in `budget` characters."""
+    room = budget + 1  # each line costs its length and a line break, which the last one does without
+    for count, line in enumerate(lines):
+        room -= len(line) + 1
+        if room < 0:
+            return count
+    return len(lines)
+
+
 class ToolInput(BaseModel):
     """Base of every tool's input model: unknown fields are rejected, as the contract says."""
 

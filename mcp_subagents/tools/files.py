@@ -8,7 +8,7 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from functools import partial
-from itertools import accumulate, islice
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
@@ -17,7 +17,7 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..errors import ToolError
-from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, tool_threads
+from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, lines_that_fit, tool_threads
 from .paths import open_resolved, resolve_path
 from .text_lines import TextLines
 
@@ -194,7 +194,7 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
             f"Warning: the file {path} has {before} lines, fewer than the requested offset {start}. "
             "Nothing to show; use a smaller offset."
         )
-    shown = _lines_within_budget(window, max_lines)
+    shown = lines_that_fit(window[:max_lines], MAX_OUTPUT_CHARS) or 1  # the first line even when it is longer
     listing = "\n".join(window[:shown])
     if shown == len(window):
         return listing
@@ -223,14 +223,6 @@ def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
         window += formatted
         used += sum(map(len, formatted)) + len(formatted)
     return window
-
-
-def _lines_within_budget(window: list[str], max_lines: int) -> int:
-    """How many of the first lines to show: at most `max_lines`, and (past the first) within MAX_OUTPUT_CHARS."""
-    shown = min(len(window), max_lines)
-    used = accumulate(len(line) + 1 for line in window[:shown])
-    over = next((index for index, total in enumerate(used) if total - 1 > MAX_OUTPUT_CHARS), None)
-    return shown if over is None else max(over, 1)
 
 
 def _how_many_in_all(file: BinaryIO, lines: TextLines, lines_seen: int) -> str:

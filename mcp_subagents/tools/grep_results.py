@@ -14,7 +14,7 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import cast
 
-from .base import ToolContext
+from .base import ToolContext, lines_that_fit
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,7 @@ class GrepResults:
         fewer when the next would take the text past `budget` characters, but at least one."""
         if self.files is not None:
             paths = self.files[start:stop]
-            paths = paths[: _fitting(paths, budget + 1) or 1]
+            paths = paths[: lines_that_fit(paths, budget) or 1]
             return "\n".join(paths), len(paths)
         if self.separator is None and not self.context_lines:
             return self._match_lines(start, stop, budget)
@@ -97,7 +97,9 @@ class GrepResults:
         every_line = cast("list[str]", self.lines)  # no separators without context
         chunks: list[str] = []
         position = shown = 0
-        room = budget + 1  # each entry costs its length and a line break before it, the first's included
+        # Each entry costs its length and a line break before it, the first's included: `room - 1` characters are
+        # left for the next entries.
+        room = budget + 1
         for _, path, first, end in self.blocks:
             if stop is not None and position >= stop:
                 break
@@ -114,7 +116,7 @@ class GrepResults:
                     chunk = prefix + f"\n{prefix}".join(every_line[first:end])
                 if len(chunk) + 1 > room:
                     lines = [f"{path}:{line}" for line in every_line[first:end]]
-                    fitting = _fitting(lines, room) or (0 if shown else 1)
+                    fitting = lines_that_fit(lines, room - 1) or (0 if shown else 1)
                     chunks += lines[:fitting]
                     return "\n".join(chunks), shown + fitting
                 room -= len(chunk) + 1
@@ -156,7 +158,7 @@ class GrepResults:
                     block = block[max(start - position, 0) : None if stop is None else stop - position]
                 size = sum(map(len, block)) + len(block)
                 if size > room:
-                    entries += block[: _fitting(block, room) or (0 if entries else 1)]
+                    entries += block[: lines_that_fit(block, room - 1) or (0 if entries else 1)]
                     break
                 room -= size
                 entries += block
@@ -165,15 +167,6 @@ class GrepResults:
 
 
 _CONTEXT_LINE = re.compile(r"\d+-")
-
-
-def _fitting(entries: list[str], room: int) -> int:
-    """How many of the first `entries` fit in `room`, each costing its length and one line break."""
-    for count, entry in enumerate(entries):
-        room -= len(entry) + 1
-        if room < 0:
-            return count
-    return len(entries)
 
 
 class LinesByFile:
