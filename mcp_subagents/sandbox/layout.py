@@ -184,12 +184,13 @@ def protected_paths(writable: Iterable[Path]) -> list[Path]:
 
 
 def absent_protected_paths(areas: Iterable[Path], *, masked_now: Container[Path] = ()) -> list[Path]:
-    """The protected paths missing at the top of the project's writable `areas`: the folders of `MADE_WHEN_ABSENT`
-    are made (and then protected as they exist), the files of `MASKED_WHEN_ABSENT` are returned, to be masked. A
-    path in `masked_now` (another command's placeholder) counts as missing. An area this user cannot write in is
-    left alone: a command could not create anything there either, and a placeholder could not be put there."""
+    """The protected paths missing at the top of the project's writable `areas` (each given once): the folders of
+    `MADE_WHEN_ABSENT` are made (and then protected as they exist), the files of `MASKED_WHEN_ABSENT` are returned,
+    to be masked. A path in `masked_now` (another command's placeholder) counts as missing. An area this user cannot
+    write in is left alone: a command could not create anything there either, and a placeholder could not be put
+    there."""
     masked: list[Path] = []
-    for area in dict.fromkeys(areas):
+    for area in areas:
         if not os.access(area, os.W_OK):
             continue
         for name in MADE_WHEN_ABSENT:
