@@ -15,7 +15,7 @@ from typing import cast
 from .agent_memory import MEMORY_TOOLS, AgentMemory, memory_allow_rules, prepare_memory
 from .definitions import AgentDefinition
 from .messages import UserMessage
-from .models.base import EFFORT_LEVELS, EffortLevel
+from .models.effort import EFFORT_LEVELS, EffortLevel
 from .models.profiles import ModelProfile
 from .project_context import claude_md_block, git_status, git_status_block, instruction_files
 from .prompts import system_prompt

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
 from .errors import ConfigError
-from .json_values import json_object
-from .messages import JsonObject
+from .json_values import JsonObject, json_object
 
 Level: TypeAlias = Literal["user", "project", "local", "flag", "managed"]
 LEVELS: tuple[Level, ...] = ("user", "project", "local", "flag", "managed")

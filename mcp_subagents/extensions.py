@@ -17,7 +17,7 @@ from .claude_settings import ClaudeSettings
 from .definitions import AgentDefinition, tools_summary
 from .errors import SubagentsError, ToolError
 from .hooks import AgentHooks, HookIdentity, HookSet, hooks_for_run
-from .models.base import EFFORT_LEVELS
+from .models.effort import EFFORT_LEVELS
 from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_agents, nested_task_tool, wants_task_tool
 from .outcome import ServerProblem
 from .task_record import TaskRecord

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
-from .messages import JsonObject, ToolCall, ToolResult
+from .json_values import JsonObject
+from .messages import ToolCall, ToolResult
 
 HookPermission: TypeAlias = Literal["allow", "ask"] | None
 """A PreToolUse hook's permission decision that the gate still has to weigh (a deny has blocked the call already)."""

@@ -3,9 +3,9 @@ over, as an empty object, a skipped item or zero, never an error."""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, TypeAlias, cast
 
-from .messages import JsonObject
+JsonObject: TypeAlias = dict[str, Any]
 
 
 def json_object(value: object) -> JsonObject:

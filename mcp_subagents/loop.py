@@ -25,7 +25,8 @@ from .messages import (
     Usage,
     UserMessage,
 )
-from .models.base import EffortLevel, Model, ModelRequest, ModelResponse
+from .models.base import Model, ModelRequest, ModelResponse
+from .models.effort import EffortLevel
 from .tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text
 
 logger = logging.getLogger(__name__)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-JsonObject: TypeAlias = dict[str, Any]
+from .json_values import JsonObject
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

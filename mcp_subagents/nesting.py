@@ -14,8 +14,8 @@ from typing import Literal
 from pydantic import Field
 
 from .definitions import NESTED_TOOL_NAME, AgentDefinition, tool_base_name
-from .messages import JsonObject
-from .models.base import EFFORT_LEVELS, EffortLevel
+from .json_values import JsonObject
+from .models.effort import EFFORT_LEVELS, EffortLevel
 from .models.resolve import TASK_MODEL_CHOICES
 from .tools import AGENT_TOOLS
 from .tools.base import Tool, ToolContext, ToolInput, input_schema

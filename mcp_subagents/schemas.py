@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .errors import InvalidArgumentsError, UnknownAgentError
-from .messages import JsonObject
-from .models.base import EFFORT_LEVELS
+from .json_values import JsonObject
+from .models.effort import EFFORT_LEVELS
 from .models.resolve import TASK_MODEL_CHOICES
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DefinitionError
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from ._coerce import as_object
 
 _FENCE = re.compile(r"---[ \t]*")

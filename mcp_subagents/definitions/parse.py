@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ..errors import DefinitionError
-from ..messages import JsonObject
-from ..models.base import EFFORT_LEVELS
+from ..json_values import JsonObject
+from ..models.effort import EFFORT_LEVELS
 from ..models.resolve import MODEL_ALIASES as ALIAS_TO_MODEL_ID
 from ._coerce import as_list, as_object
 from .frontmatter import read_frontmatter

@@ -19,7 +19,7 @@ from typing import TypeAlias
 
 from ..claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..errors import DefinitionError, UnknownAgentError
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from ._coerce import as_list, as_object
 from .cache import read_cache, write_cache
 from .frontmatter import has_frontmatter

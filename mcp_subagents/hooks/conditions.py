@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from ..permissions.bash import ShellSyntaxError, split_command
 from ..permissions.context import PermissionPolicy
 from ..permissions.policy import decide

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from ..hook_points import AfterTool, BeforeStop, BeforeTool, HookPermission, PermissionAnswer
-from ..messages import JsonObject, ToolCall, ToolResult
+from ..json_values import JsonObject
+from ..messages import ToolCall, ToolResult
 from ..permissions.asking import Denial
 from .conditions import condition_matches
 from .config import CommandHook, HookEvent, HookSet

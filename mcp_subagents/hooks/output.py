@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from .config import CommandHook, HookEvent
 from .runner import HookProcess
 

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from ..claude_settings import ClaudeSettings
 from ..definitions import AgentDefinition
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from ..outcome import ServerProblem
 
 _OWN_NAMES = frozenset({"mcp-subagents", "mcp_subagents"})

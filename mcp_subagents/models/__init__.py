@@ -1,5 +1,2 @@
-"""Model providers. Importing this package never imports a provider SDK; adapters load on first use."""
-
-from .base import Model, ModelRequest, ModelResponse, StopReason
-
-__all__ = ["Model", "ModelRequest", "ModelResponse", "StopReason"]
+"""Model providers. Importing this package never imports a provider SDK, nor the conversation model: adapters load
+on first use, and the server starts without them (`models.base` holds the `Model` protocol)."""

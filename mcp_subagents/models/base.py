@@ -6,11 +6,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
 from ..messages import AssistantPart, Message, ToolDefinition, Usage
+from .effort import EffortLevel
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence", "context_window"]
-EffortLevel: TypeAlias = Literal["low", "medium", "high", "xhigh", "max"]
-EFFORT_LEVELS: tuple[EffortLevel, ...] = ("low", "medium", "high", "xhigh", "max")
-"""Claude Code's effort levels, lowest first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..errors import ModelAPIError
-from ..messages import JsonObject, TextPart, ToolCall, Usage
+from ..json_values import JsonObject
+from ..messages import TextPart, ToolCall, Usage
 from .base import ModelRequest, ModelResponse, StopReason
 
 Responder = Callable[[ModelRequest], ModelResponse | Awaitable[ModelResponse]]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from .modes import normalize_mode
 from .patterns import Bases, DomainPattern, PathPattern, url_host
 from .protected import ProtectedPaths

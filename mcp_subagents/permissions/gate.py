@@ -12,7 +12,8 @@ from typing import NoReturn
 
 from ..errors import StopRunError, ToolError
 from ..hook_points import HookPermission, PermissionAnswer, PermissionHook
-from ..messages import JsonObject, ToolCall
+from ..json_values import JsonObject
+from ..messages import ToolCall
 from ..tools.base import Tool
 from .asking import Asker, Denial, PermissionQuestion
 from .policy import PermissionPolicy, decide

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..glob_root import glob_root
-from ..messages import JsonObject
+from ..json_values import JsonObject
 from .patterns import real_path
 
 PATH_ARGUMENTS: dict[str, str] = {

@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 
 from ..errors import ToolError
 from ..hook_points import HookPermission
-from ..messages import JsonObject, ToolCall
+from ..json_values import JsonObject
+from ..messages import ToolCall
 from ..permissions.asking import Denial
 from ..tools.base import Tool
 from .runtime import RunSandbox

@@ -1,16 +1,16 @@
 """The subagent's built-in tools, in the order Claude Code lists them.
 
-The tool modules load on the first `builtin_tools()` call, at the first run: they are not needed to start the
-server and list its tools.
+The tool modules load on the first `builtin_tools()` call, at the first run, and `base` (the tool types) when a name
+of it is first used: the server starts and lists its tools with the names below only.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .base import TodoList, Tool, ToolContext, ToolInput
-
 if TYPE_CHECKING:
+    from .base import TodoList, Tool, ToolContext, ToolInput
     from .paths import resolve_path
     from .shell import sanitized_environment
 
@@ -36,16 +36,21 @@ def builtin_tools() -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
+_LAZY_NAMES = {
+    "TodoList": "base",
+    "Tool": "base",
+    "ToolContext": "base",
+    "ToolInput": "base",
+    "resolve_path": "paths",
+    "sanitized_environment": "shell",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name == "resolve_path":
-        from .paths import resolve_path
-
-        return resolve_path
-    if name == "sanitized_environment":
-        from .shell import sanitized_environment
-
-        return sanitized_environment
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)
 
 
 __all__ = [

@@ -13,7 +13,8 @@ import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ToolError
-from ..messages import JsonObject, ToolDefinition
+from ..json_values import JsonObject
+from ..messages import ToolDefinition
 from ..processes import ProcessGroups
 
 TOOL_THREADS = 4
