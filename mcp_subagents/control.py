@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from .task_files import TASK_ID
+from .state import TASK_ID
 
 logger = logging.getLogger(__name__)
 

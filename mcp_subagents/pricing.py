@@ -16,11 +16,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
-from .messages import Usage
-from .models.base import Model, ModelRequest, ModelResponse
 from .models.profiles import canonical_model_id
+
+if TYPE_CHECKING:
+    from .messages import Usage
+    from .models.base import Model, ModelRequest, ModelResponse
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
@@ -22,27 +23,15 @@ from .app_view import (
     TASK_LIST_SCHEMA,
     client_supports_apps,
     read_view,
-    task_entry,
-    task_list_result,
     ui_meta,
     view_resource,
 )
 from .auth import principal_of
 from .definitions import Catalog
 from .errors import InvalidArgumentsError, SubagentsError
-from .foreground import TaskCallResult, TaskCalls
 from .host_connection import set_log_level
 from .notifications import ToolListNotifier
-from .render import (
-    TASK_OUTPUT_DESCRIPTION,
-    TASK_STOP_DESCRIPTION,
-    AgentLine,
-    already_finished_text,
-    status_text,
-    stop_pending_text,
-    stopped_text,
-    task_description,
-)
+from .render.descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description
 from .schemas import (
     TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
     TASK_OUTPUT_SCHEMA,
@@ -51,6 +40,11 @@ from .schemas import (
     validate_arguments,
 )
 from .service import Subagents
+
+# What answers the tool calls (and the task engine behind it) loads at the first call or in the warm-up after the
+# first tools/list, not at start-up.
+if TYPE_CHECKING:
+    from .foreground import TaskCallResult, TaskCalls
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +62,14 @@ class SubagentsServer(Server[Any]):
     """Advertises `tools.listChanged` on every transport, so hosts re-list tools when agent files change."""
 
     notifier: ToolListNotifier
-    task_calls: TaskCalls
+    app: Subagents
+
+    @cached_property
+    def task_calls(self) -> TaskCalls:
+        """What answers Task calls, for every session of this server."""
+        from .foreground import TaskCalls
+
+        return TaskCalls(self.app)
 
     def create_initialization_options(
         self,
@@ -109,7 +110,6 @@ def build_server(app: Subagents) -> SubagentsServer:
 
     `app` must be running (`async with app.running()`) while the server serves.
     """
-    task_calls = TaskCalls(app)
     listed = _Listing()
 
     async def list_tools(
@@ -140,7 +140,7 @@ def build_server(app: Subagents) -> SubagentsServer:
         try:
             match params.name:
                 case "Task":
-                    return await task_calls(ctx, params)
+                    return await server.task_calls(ctx, params)
                 case "TaskOutput":
                     return await _call_task_output(app, arguments, principal_of(ctx.request))
                 case "TaskStop":
@@ -180,7 +180,7 @@ def build_server(app: Subagents) -> SubagentsServer:
     server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
     server.extensions[EXTENSION_ID] = {}  # MCP Apps: the live task view (app_view.py)
     server.notifier = notifier
-    server.task_calls = task_calls
+    server.app = app
     server.middleware.append(notifier.track_sessions)
     # The requestState of a 2026-era round trip names a task and its open questions: sealed (encrypted, bound to
     # the call's arguments and the caller, expiring), so a host can only hand back what this process gave it.
@@ -229,6 +229,8 @@ def _task_list_tool() -> types.Tool:
 
 
 def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
+    from .task_list import task_entry, task_list_result
+
     entries = [
         task_entry(record, recent_output=app.tasks.recent_output(record, 800), queue=app.tasks.queue_position(record))
         for record in app.tasks.tasks_of(principal)
@@ -237,6 +239,8 @@ def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
 
 
 async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
+    from .render.status import status_text
+
     validate_arguments("TaskOutput", TASK_OUTPUT_SCHEMA, arguments)
     record = app.tasks.get(str(arguments["task_id"]), principal=principal)
     if arguments.get("block", True) and not record.finished:
@@ -253,6 +257,8 @@ async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal
 
 
 async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
+    from .render.status import already_finished_text, stop_pending_text, stopped_text
+
     validate_arguments("TaskStop", TASK_STOP_SCHEMA, arguments)
     task_id = arguments.get("task_id") or arguments.get("shell_id")
     if not task_id:

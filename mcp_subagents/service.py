@@ -32,38 +32,49 @@ from .definitions import (
 from .definitions.cache import CACHE_FILE as CATALOG_CACHE_FILE
 from .environment import scrubbed_environment, secret_values
 from .errors import ConfigError, ProviderNotConfiguredError, SubagentsError, ToolError, UnknownAgentError
-from .hook_points import PermissionHook
-from .loop import AgentRun, RunResult, ToolGate, run_agent
-from .messages import Message, Usage, UserMessage
-from .models.base import Model
 from .models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from .models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
-from .permissions.asking import Asker, Denial
-from .pricing import MeteredModel, PriceFiles
 from .principals import LOCAL_PRINCIPAL
 from .redaction import Redactor
 from .settings import Settings
 from .state import prepare_state_dir
-from .task_record import Listener, TaskBudget, TaskLimits, TaskObserver, TaskRecord
-from .tasks import TaskManager
-from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, Tool, ToolContext, builtin_tools
-from .tools.base import ModelAccess
-from .transcripts import read_history
+from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, builtin_tools
 from .trust import ProjectTrust
 
+# The task engine (the manager, the loop, the conversation model, transcripts, prices) loads when a task first needs
+# it, or in the warm-up after the host first lists the tools: not on the way to that first answer.
 if TYPE_CHECKING:
     from .agent_setup import AgentExtras
     from .catalog_prescan import CatalogPrescan
     from .extensions import Extensions, RunPlace
+    from .hook_points import PermissionHook
     from .hooks import StartAnswer
+    from .loop import AgentRun, RunResult, ToolGate
+    from .messages import Message
+    from .models.base import Model
+    from .permissions.asking import Asker, Denial
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
+    from .pricing import PriceFiles
     from .sandbox import RunSandbox, SandboxConfig, SandboxRuntime
+    from .task_record import Listener, TaskBudget, TaskObserver, TaskRecord
+    from .tasks import TaskManager
+    from .tools import Tool
+    from .tools.base import ModelAccess
 
 logger = logging.getLogger(__name__)
 
 _KEPT_POLICIES = 64
 """Permission policies kept for reuse (agent, place and settings snapshot): more than a host launches at once."""
+
+TASK_ENGINE_MODULES = (
+    "mcp_subagents.tasks",  # the manager, the loop, transcripts, the conversation model, results
+    "mcp_subagents.foreground",  # the Task tool's calls
+    "mcp_subagents.pricing",
+    "mcp_subagents.tools.base",
+)
+"""What any task needs and start-up does without (about a third of the server's own modules' import time): loaded by
+the warm-up, before the provider's SDK."""
 
 FIRST_RUN_MODULES = (
     "jsonschema",
@@ -216,6 +227,9 @@ def permission_gate(
 
 def _stopped_at_start(start: StartAnswer) -> RunResult:
     """A SubagentStart hook said `continue: false`: the agent never runs."""
+    from .loop import RunResult
+    from .messages import Usage
+
     return RunResult(
         text="",
         stop="hook_stopped",
@@ -261,17 +275,9 @@ class Subagents:
         self._catalog: Catalog | None = None
         self._scan_lock = threading.Lock()
         self._prescan = catalog_prescan
-        self.tasks = TaskManager(
-            state_dir=settings.state_dir,
-            limits=TaskLimits(
-                max_concurrent=settings.max_concurrent,
-                task_timeout=settings.task_timeout,
-                idle_timeout=settings.idle_timeout,
-                max_result_chars=settings.max_result_chars,
-                ask_timeout=settings.ask_timeout,
-            ),
-            secrets=secret_values(self.environ),
-        )
+        self._tasks: TaskManager | None = None
+        self._task_group: TaskGroup | None = None
+        self._control_name: str | None = None
         self._model = model
         self._model_lock = anyio.Lock()
         self._provider: ProviderConfig | None = provider_config(settings.provider, self.environ)
@@ -286,16 +292,6 @@ class Subagents:
                 MODEL_HINT,
             )
         self.trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
-
-        # Prices come from the user's, --settings and managed files, lowest first: a project's own files (a cloned
-        # repository's) cannot lower what a budget counts.
-        self.prices = PriceFiles(
-            *(
-                path
-                for level, path, _ in self.settings_files.locations.candidates(settings.working_directory)
-                if level not in ("project", "local")
-            )
-        )
         self._background: TaskGroup | None = None
         self._warming = False
         self.model_ready = anyio.Event()
@@ -307,6 +303,44 @@ class Subagents:
         self._sandbox_lock = threading.Lock()
         if settings.sandbox == "on":
             self._sandbox_runtime()  # `--sandbox on` refuses to start where the sandbox cannot run
+
+    @property
+    def tasks(self) -> TaskManager:
+        """The task manager, built at its first use: by the warm-up right after the host first lists the tools, or
+        by whatever needs it sooner. Inside `running()` it runs its tasks in the runtime's task group."""
+        if self._tasks is None:
+            self._tasks = self._task_manager()
+        return self._tasks
+
+    def _task_manager(self) -> TaskManager:
+        from .task_record import TaskLimits
+        from .tasks import TaskManager
+
+        settings = self.settings
+        manager = TaskManager(
+            state_dir=settings.state_dir,
+            limits=TaskLimits(
+                max_concurrent=settings.max_concurrent,
+                task_timeout=settings.task_timeout,
+                idle_timeout=settings.idle_timeout,
+                max_result_chars=settings.max_result_chars,
+                ask_timeout=settings.ask_timeout,
+            ),
+            secrets=secret_values(self.environ),
+        )
+        manager.control_name = self._control_name
+        if self._task_group is not None:
+            manager.serve_in(self._task_group)
+        return manager
+
+    @cached_property
+    def prices(self) -> PriceFiles:
+        """The model prices a task's cost is counted in. They come from the user's, --settings and managed files,
+        lowest first: a project's own files (a cloned repository's) cannot lower what a budget counts."""
+        from .pricing import PriceFiles
+
+        candidates = self.settings_files.locations.candidates(self.settings.working_directory)
+        return PriceFiles(*(path for level, path, _ in candidates if level not in ("project", "local")))
 
     @property
     def sandbox(self) -> SandboxRuntime:
@@ -375,20 +409,30 @@ class Subagents:
             partial(prepare_state_dir, self.settings.state_dir, keep_days=self.settings.keep_days)
         )
         await self.refresh_catalog()  # parsing every agent file is no job for the event loop
-        async with self.tasks.running(), anyio.create_task_group() as background:
-            self._background = background
-            self._open_control_channel(background)
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            if self._tasks is not None:
+                self._tasks.serve_in(task_group)
             try:
-                yield self
+                async with anyio.create_task_group() as background:
+                    self._background = background
+                    self._open_control_channel(background)
+                    try:
+                        yield self
+                    finally:
+                        self._background = None
+                        background.cancel_scope.cancel()
+                        if self._sandbox is not None:
+                            self._sandbox.close()
+                        close = getattr(self._model, "aclose", None)
+                        if close is not None:
+                            with anyio.CancelScope(shield=True):
+                                await close()
             finally:
-                self._background = None
-                background.cancel_scope.cancel()
-                if self._sandbox is not None:
-                    self._sandbox.close()
-                close = getattr(self._model, "aclose", None)
-                if close is not None:
-                    with anyio.CancelScope(shield=True):
-                        await close()
+                self._task_group = None
+                if self._tasks is not None:
+                    self._tasks.close()
+                task_group.cancel_scope.cancel()
 
     @property
     def provider_name(self) -> str:
@@ -447,19 +491,24 @@ class Subagents:
         """Let `mcp-subagents tasks stop` and the dashboard stop this process's tasks."""
         from .control import ControlChannel
 
-        channel = ControlChannel(self.settings.state_dir, self.tasks.stop_own)
+        channel = ControlChannel(self.settings.state_dir, self._stop_own)
         try:
             channel.open()
         except OSError as exc:
             logger.warning("no control channel in %s (%s): tasks stop cannot reach this server", channel.path, exc)
             return
-        self.tasks.control_name = channel.name
+        self._control_name = channel.name
+        if self._tasks is not None:
+            self._tasks.control_name = channel.name
         group.start_soon(channel.serve, name="control channel")
 
+    def _stop_own(self, task_id: str) -> bool:
+        return self._tasks is not None and self._tasks.stop_own(task_id)
+
     def warm_up(self) -> None:
-        """Build the sandbox and the model provider in the background, once: importing the provider's SDK takes
-        seconds, and a Task that comes a little after start-up should not wait for it. Called after the host first
-        lists the tools, so start-up itself stays quick."""
+        """Build the sandbox, the task manager and the model provider in the background, once: importing the
+        provider's SDK takes seconds, and a Task that comes a little after start-up should not wait for it. Called
+        after the host first lists the tools, so start-up itself stays quick."""
         if self._warming or self._background is None:
             return
         self._warming = True
@@ -470,6 +519,10 @@ class Subagents:
             await self._sandbox_ready()
         except Exception:  # the first Task meets the same problem again and reports it
             logger.debug("building the sandbox ahead of the first Task failed", exc_info=True)
+        if self._tasks is None:
+            await anyio.to_thread.run_sync(_import_all, TASK_ENGINE_MODULES, abandon_on_cancel=True)
+            if self._tasks is None:
+                self._tasks = self._task_manager()
         if self._model is None and self._provider is not None:
             await self._warm_model()
 
@@ -484,6 +537,7 @@ class Subagents:
 
     def _build_run_types(self) -> None:
         """What a first run builds lazily: the tools, their schemas and the transcript's message encoder."""
+        from .messages import UserMessage
         from .nesting import NestedTaskInput
         from .outcome import TaskOutcome, encode_outcome
         from .tools.base import input_schema
@@ -552,6 +606,8 @@ class Subagents:
             TaskNotFoundError: `resume` names no task.
             SubagentsError: `resume` names a task that is still running, or one another agent ran.
         """
+        from .transcripts import read_history
+
         history: list[Message] = []
         if args.resume:
             previous = self.tasks.get(args.resume, principal=principal)
@@ -607,6 +663,8 @@ class Subagents:
         closed when it ends, fails or is stopped."""
         from .agent_setup import agent_extras, opening_message
         from .extensions import Extender, RunPlace
+        from .loop import run_agent
+        from .messages import UserMessage
 
         model = await self.model()
         await self._sandbox_ready()  # what runs next takes its environment from the sandbox settings
@@ -672,7 +730,9 @@ class Subagents:
         """The run of one task; what it opens for the run (its sandbox) closes with `held`."""
         from .agent_setup import model_settings
         from .extensions import merged
+        from .loop import AgentRun
         from .models.profiles import model_profile
+        from .tools.base import ToolContext
 
         cwd = place.cwd
         claude_settings = extensions.claude_settings or self.run_settings(place.project)
@@ -820,6 +880,8 @@ class Subagents:
 
     def _budget(self, definition: AgentDefinition) -> TaskBudget | None:
         """The lower of `--max-budget-usd` and the agent's `maxBudgetUsd`, and where it was set."""
+        from .task_record import TaskBudget
+
         candidates = [
             TaskBudget(usd=usd, source=source)
             for usd, source in (
@@ -835,6 +897,9 @@ class Subagents:
         models, which have no pages."""
         if model.provider not in ("anthropic", "openai"):
             return None
+        from .pricing import MeteredModel
+        from .tools.base import ModelAccess
+
         # Without --model, an OpenAI-compatible endpoint has only the task's own model to read pages with.
         default = model_id if self.settings.model in MODEL_ALIASES else self.settings.model
         fast = resolve_model_id(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -14,6 +15,8 @@ logger = logging.getLogger(__name__)
 DIRECTORY_MODE = 0o700
 FILE_MODE = 0o600
 TASK_FILE_SUFFIXES = (".jsonl", ".output")
+TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What a task id looks like: it names the task's files here, so nothing else is taken for one."""
 
 
 def prepare_state_dir(state_dir: Path, *, keep_days: int) -> None:

@@ -7,7 +7,6 @@ was interrupted once that process is gone.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,9 +18,9 @@ from .messages import Usage
 from .outcome import TaskOutcome
 from .pricing import PriceTable
 from .processes import process_alive
+from .state import TASK_ID
 from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
 
-TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MIN_PREFIX = 6
 
 

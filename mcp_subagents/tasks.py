@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
@@ -29,7 +28,7 @@ from .principals import LOCAL_PRINCIPAL
 from .processes import ProcessGroups, process_alive
 from .redaction import Redactor
 from .render import budget_warning_text, describe_event, outcome_text
-from .state import AppendFile
+from .state import TASK_ID, AppendFile
 from .task_record import (
     BUDGET_WARNING_SHARE,
     BudgetWarning,
@@ -45,7 +44,6 @@ from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
 
-TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TASK_ID_BYTES = 16
 FINISHED_SHOWN = 20
 """Finished tasks the App view lists besides the live ones."""
@@ -72,7 +70,8 @@ class Attachment:
 
 
 class TaskManager:
-    """Owns every task of this server process. Enter `running()` once; it holds the task group."""
+    """Owns every task of this server process. Enter `running()` once, which holds the task group; or hand it a task
+    group that outlives it with `serve_in`, and `close` it before that group ends."""
 
     def __init__(self, *, state_dir: Path, limits: TaskLimits, secrets: Iterable[str] = ()) -> None:
         self.limits = limits
@@ -99,19 +98,28 @@ class TaskManager:
     async def running(self) -> AsyncGenerator[TaskManager]:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         async with anyio.create_task_group() as group:
-            self._group = group
-            group.start_soon(self._close_interrupted_transcripts, time.time())
+            self.serve_in(group)
             try:
                 yield self
             finally:
-                self._group = None
-                for record in list(self._records.values()):
-                    if not record.finished:
-                        self._cancel(record, "interrupted")
-                    record.resources.processes.kill_all()  # background processes must not outlive the server
-                for processes in self._lingering:
-                    processes.kill_all()
+                self.close()
                 group.cancel_scope.cancel()
+
+    def serve_in(self, group: TaskGroup) -> None:
+        """Run tasks in `group` from now on; `close` must come before the group ends. The output folder must exist
+        (`state.prepare_state_dir` makes it): this touches no file, so it can run on the event loop."""
+        self._group = group
+        group.start_soon(self._close_interrupted_transcripts, time.time())
+
+    def close(self) -> None:
+        """Interrupt the tasks still running and kill every process a task left; no task starts after this."""
+        self._group = None
+        for record in list(self._records.values()):
+            if not record.finished:
+                self._cancel(record, "interrupted")
+            record.resources.processes.kill_all()  # background processes must not outlive the server
+        for processes in self._lingering:
+            processes.kill_all()
 
     def new_id(self) -> str:
         """128 random bits: over HTTP an id is all that stands between a task and another person."""
@@ -140,7 +148,7 @@ class TaskManager:
     def _load_finished(self, task_id: str) -> TaskRecord | None:
         """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
         path = self.transcript_path(task_id)
-        if not TASK_ID_PATTERN.match(task_id) or not path.is_file():
+        if not TASK_ID.match(task_id) or not path.is_file():
             return None
         summary = read_summary(path)
         if summary is None:

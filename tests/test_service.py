@@ -111,3 +111,59 @@ def test_starting_the_server_does_not_import_provider_sdks(tmp_path: Path) -> No
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "[]"
+
+
+TASK_ENGINE = (
+    "mcp_subagents.tasks",
+    "mcp_subagents.loop",
+    "mcp_subagents.messages",
+    "mcp_subagents.transcripts",
+    "mcp_subagents.task_record",
+    "mcp_subagents.outcome",
+    "mcp_subagents.foreground",
+    "mcp_subagents.render.envelopes",
+    "mcp_subagents.render.status",
+    "mcp_subagents.tools.base",
+    "mcp_subagents.models.base",
+)
+
+
+def test_the_server_starts_and_lists_its_tools_without_the_task_engine(tmp_path: Path) -> None:
+    """The task engine's modules were a third of the server's own import time: they load after the first listing
+    (the warm-up) or at the first call, not on the way to it; a task still runs, and then they are loaded."""
+    probe = f"""
+import sys, anyio
+from pathlib import Path
+from mcp_subagents import cli
+from mcp_subagents.notifications import watch_catalog
+from mcp_subagents.processes import harden_server_process, kill_descendants
+from mcp_subagents.server import _tools, build_server
+from mcp_subagents.service import Subagents, TaskArguments
+from mcp_subagents.settings import Settings
+from mcp_subagents.transports import open_listener, serve
+
+ENGINE = {TASK_ENGINE!r}
+
+async def main():
+    settings = Settings(cwd=Path({str(tmp_path)!r}), state_dir=Path({str(tmp_path / "state")!r}))
+    app = Subagents(settings, environ={{"ANTHROPIC_API_KEY": "k"}})
+    async with app.running():
+        build_server(app)
+        names = [tool.name for tool in _tools(app, app.catalog())]
+        print(names, sorted(m for m in ENGINE if m in sys.modules))
+    from mcp_subagents.models.scripted import ScriptedModel, text
+
+    app = Subagents(settings, model=ScriptedModel([text("done")]))
+    async with app.running():
+        args = TaskArguments(description="d", prompt="p", subagent_type="general-purpose")
+        record = app.launch(args)
+        await app.tasks.wait(record, 30)
+        print(record.state, sorted(m for m in ENGINE if m not in sys.modules))  # the Task tool's calls: not used
+
+anyio.run(main)
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines() == [
+        "['Task', 'TaskOutput', 'TaskStop'] []",
+        "completed ['mcp_subagents.foreground']",
+    ]

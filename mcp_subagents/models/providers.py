@@ -7,12 +7,14 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
 
 from ..errors import ConfigError, ProviderNotConfiguredError
-from .base import Model
+
+if TYPE_CHECKING:
+    from .base import Model
 
 ProviderName: TypeAlias = Literal["anthropic", "openai"]
 
