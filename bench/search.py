@@ -9,9 +9,12 @@ it) against the same idle. (The harness for the search figures' own round: today
 The tree also holds a pattern with many matches (two lines of every file), where the tools' own work shows. The
 tools run as a subagent runs them (`Tool.validate` then `Tool.run` with a ToolContext on the tree), without a
 sandbox; `rg` runs as a plain subprocess with the flags that give the same files or lines (not the same order: the
-tools sort newest first, rg does not sort). Wall-time medians, alternating tool and rg. With head_limit 0 and many
-matches, Grep still parses, checks and sorts every line rg prints, but answers one page: what one tool result holds
-(about 100,000 characters; the model is given no more), where rg prints everything.
+tools sort newest first, rg does not sort). Glob's goal row compares with `rg --files -g`, which on this tree lists
+the same files but lets its glob decide a file before any .gitignore is read (`-g` overrides ignore files, so Glob
+cannot use it); the row after it gives rg Glob's own flags, where it reads them. Wall-time medians, alternating
+tool and rg. With head_limit 0 and many matches, Grep still parses, checks and sorts every line rg prints, but
+answers one page: what one tool result holds (about 100,000 characters; the model is given no more), where rg
+prints everything.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from mcp_subagents.cli import THREAD_SWITCH_INTERVAL
 from mcp_subagents.tools import builtin_tools
 from mcp_subagents.tools.base import ToolContext
-from mcp_subagents.tools.ripgrep import find_ripgrep
+from mcp_subagents.tools.glob_match import ripgrep_name_filter
+from mcp_subagents.tools.ripgrep import WALK_OPTIONS_WITHOUT_HIDDEN, find_ripgrep
 
 NEEDLE = "needle_in_the_tree"
 MANY = "^line [12] of"
@@ -174,6 +178,11 @@ async def main(plan: Plan, repeats: int) -> None:
                 "Glob **/*.py / rg --files -g '*.py'",
                 tool("Glob", {"pattern": "**/*.py"}, ctx),
                 ("--files", "-g", "*.py"),
+            ),
+            (
+                "... / rg with the flags Glob gives it",
+                tool("Glob", {"pattern": "**/*.py"}, ctx),
+                ("--files", "--null", *WALK_OPTIONS_WITHOUT_HIDDEN, *ripgrep_name_filter("**/*.py")),
             ),
             (
                 "Grep files_with_matches / rg -l",
