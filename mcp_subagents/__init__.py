@@ -5,8 +5,9 @@ The public surface: `Settings`, `Subagents` (the runtime) and `build_server` to 
 test agent files without a key; `AgentDefinition`; and the errors `SubagentsError` and `ToolError`.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from ._lazy import members_on_first_use as _members_on_first_use
 
 __version__ = "0.1.0"
 
@@ -55,13 +56,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(home, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _members_on_first_use(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

@@ -7,8 +7,9 @@ tool descriptions are part of start-up, the results and status texts (and the ta
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import members_on_first_use
 
 if TYPE_CHECKING:
     from .descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description
@@ -38,40 +39,36 @@ if TYPE_CHECKING:
         stopped_text,
     )
 
-_MODULE_OF = {
-    "AgentLine": "descriptions",
-    "RunStats": "envelopes",
-    "TASK_OUTPUT_DESCRIPTION": "descriptions",
-    "TASK_STOP_DESCRIPTION": "descriptions",
-    "already_finished_text": "status",
-    "budget_warning_text": "status",
-    "denial_notes": "envelopes",
-    "describe_event": "status",
-    "escape_attribute": "envelopes",
-    "escape_body": "envelopes",
-    "failure_message": "envelopes",
-    "handover_text": "status",
-    "launched_text": "status",
-    "outcome_text": "envelopes",
-    "permission_message": "questions",
-    "progress_text": "status",
-    "stale_answer_text": "status",
-    "status_text": "status",
-    "stop_pending_text": "status",
-    "stopped_text": "status",
-    "task_description": "descriptions",
-    "task_error": "envelopes",
-    "task_result": "envelopes",
-    "truncate": "envelopes",
-    "usd_value": "envelopes",
+_HOMES = {
+    "AgentLine": ".descriptions",
+    "RunStats": ".envelopes",
+    "TASK_OUTPUT_DESCRIPTION": ".descriptions",
+    "TASK_STOP_DESCRIPTION": ".descriptions",
+    "already_finished_text": ".status",
+    "budget_warning_text": ".status",
+    "denial_notes": ".envelopes",
+    "describe_event": ".status",
+    "escape_attribute": ".envelopes",
+    "escape_body": ".envelopes",
+    "failure_message": ".envelopes",
+    "handover_text": ".status",
+    "launched_text": ".status",
+    "outcome_text": ".envelopes",
+    "permission_message": ".questions",
+    "progress_text": ".status",
+    "stale_answer_text": ".status",
+    "status_text": ".status",
+    "stop_pending_text": ".status",
+    "stopped_text": ".status",
+    "task_description": ".descriptions",
+    "task_error": ".envelopes",
+    "task_result": ".envelopes",
+    "truncate": ".envelopes",
+    "usd_value": ".envelopes",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = members_on_first_use(__name__, _HOMES)
 
 
 __all__ = [

@@ -6,8 +6,9 @@ of it is first used: the server starts and lists its tools with the names below 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import members_on_first_use
 
 if TYPE_CHECKING:
     from .base import TodoList, Tool, ToolContext, ToolInput
@@ -36,21 +37,17 @@ def builtin_tools() -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-_LAZY_NAMES = {
-    "TodoList": "base",
-    "Tool": "base",
-    "ToolContext": "base",
-    "ToolInput": "base",
-    "resolve_path": "paths",
-    "sanitized_environment": "shell",
+_HOMES = {
+    "TodoList": ".base",
+    "Tool": ".base",
+    "ToolContext": ".base",
+    "ToolInput": ".base",
+    "resolve_path": ".paths",
+    "sanitized_environment": ".shell",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = members_on_first_use(__name__, _HOMES)
 
 
 __all__ = [
