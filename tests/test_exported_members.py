@@ -85,3 +85,22 @@ def test_the_readme_example_runs(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith('<task_result agent="Explore">Nothing to report.</task_result>\n<usage>task_id: ')
+
+
+@pytest.mark.parametrize("package", ["mcp_subagents", "mcp_subagents.render", "mcp_subagents.tools"])
+def test_every_member_of_a_package_loaded_on_first_use_resolves(package: str) -> None:
+    """These packages name their members twice (for pyright, and for the runtime's loader): each listed member
+    must load, in a fresh interpreter where nothing was imported before."""
+    code = (
+        "import importlib, sys\n"
+        f"package = importlib.import_module({package!r})\n"
+        "missing = []\n"
+        "for name in package.__all__:\n"
+        "    try:\n"
+        "        getattr(package, name)\n"
+        "    except AttributeError:\n"
+        "        missing.append(name)\n"
+        "print(missing)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert run.stdout.strip() == "[]"
