@@ -208,8 +208,7 @@ async def run_agent(
         await state.on_event(TurnStarted(turn=state.turns, max_turns=run.max_turns))
         response = await _request_fitting_the_window(run, model, definitions, state)
         state.usage += response.usage
-        u = response.usage
-        state.context_tokens = u.input_tokens + u.cache_read_tokens + u.cache_creation_tokens + u.output_tokens
+        state.context_tokens = response.usage.total_tokens
         message = _assistant_message(response)
         await state.on_event(
             ModelResponded(turn=state.turns, message=message, usage=response.usage, stop_reason=response.stop_reason)

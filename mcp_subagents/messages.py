@@ -99,6 +99,11 @@ class Usage:
     cache_creation_tokens: int = 0
     cache_read_tokens: int = 0
 
+    @property
+    def total_tokens(self) -> int:
+        """Every token of the request and its answer: new input, cached (written or read) and output."""
+        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,

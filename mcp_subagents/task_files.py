@@ -64,8 +64,7 @@ class TaskSnapshot:
 
     @property
     def tokens(self) -> int:
-        u = self.usage
-        return u.input_tokens + u.output_tokens + u.cache_creation_tokens + u.cache_read_tokens
+        return self.usage.total_tokens
 
     @property
     def elapsed_s(self) -> float:
@@ -102,8 +101,9 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
             turns = max(turns, json_int(entry.get("turn")))
             usage = _usage(entry.get("usage"))
             cost = _float(entry.get("cost_usd"))
-            tokens = usage.input_tokens + usage.output_tokens + usage.cache_creation_tokens + usage.cache_read_tokens
-            points.append(UsagePoint(at=_float(entry.get("at")) or 0.0, turn=turns, tokens=tokens, cost_usd=cost))
+            points.append(
+                UsagePoint(at=_float(entry.get("at")) or 0.0, turn=turns, tokens=usage.total_tokens, cost_usd=cost)
+            )
         elif kind == "denial":
             denials += 1
         elif kind == "message":

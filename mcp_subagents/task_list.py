@@ -20,7 +20,7 @@ def task_entry(record: TaskRecord, *, recent_output: str, queue: tuple[int, int]
     outcome = record.outcome
     if outcome is not None and outcome.counts is not None:
         usage = outcome.counts.usage
-    tokens = usage.input_tokens + usage.output_tokens + usage.cache_creation_tokens + usage.cache_read_tokens
+    tokens = usage.total_tokens
     elapsed = outcome.counts.duration_s if outcome is not None and outcome.counts is not None else progress.elapsed()
     if outcome is None:
         lines = [line for line in recent_output.splitlines() if line.strip() and not line.startswith("[task ")]

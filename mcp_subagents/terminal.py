@@ -65,8 +65,7 @@ class StatusLine:
             parts.append(f"turn {progress.turn}/{progress.max_turns}")
             if self._tool:
                 parts.append(self._tool)
-            tokens = usage.input_tokens + usage.output_tokens + usage.cache_creation_tokens + usage.cache_read_tokens
-            parts.append(f"{tokens_text(tokens)} tokens")
+            parts.append(f"{tokens_text(usage.total_tokens)} tokens")
             cost = record.cost_usd()
             if cost is not None:
                 parts.append(format_usd(cost))
@@ -108,9 +107,7 @@ def summary_line(record: TaskRecord, outcome: TaskOutcome) -> str:
     counts = outcome.counts
     parts = [f"{record.agent} {outcome.state}"]
     if counts is not None:
-        u = counts.usage
-        tokens = u.input_tokens + u.output_tokens + u.cache_creation_tokens + u.cache_read_tokens
-        parts += [f"{counts.turns} turn(s)", f"{counts.tool_uses} tool use(s)", f"{tokens:,} tokens"]
+        parts += [f"{counts.turns} turn(s)", f"{counts.tool_uses} tool use(s)", f"{counts.usage.total_tokens:,} tokens"]
         if counts.cost_usd is not None:
             parts.append(format_usd(counts.cost_usd))
         parts.append(f"{counts.duration_s:.1f} s")

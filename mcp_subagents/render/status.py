@@ -66,8 +66,7 @@ def progress_text(record: TaskRecord) -> str:
     progress = record.progress
     if progress.turn == 0:
         return f"starting, {progress.elapsed():.0f} s"
-    u = progress.usage
-    tokens = u.input_tokens + u.output_tokens + u.cache_creation_tokens + u.cache_read_tokens
+    tokens = progress.usage.total_tokens
     cost = record.cost_usd()
     spent = "" if cost is None else f", cost_usd {usd_value(cost)}"
     return (
