@@ -1,10 +1,12 @@
-"""Files a subagent never changes without a rule that names them: the server's own configuration and git's.
+"""Files a subagent never changes without a rule that names them: what programs outside its reach run or obey later.
 
-The settings files of the hierarchy, the agent folders, every `.claude/` folder, `.mcp.json`, the managed policy,
-and `.git/config` and `.git/hooks` (which make git run programs). A write there asks in every mode, bypassPermissions
-and acceptEdits included, unless an `Edit(...)` allow rule matches the path and names it (`Edit(./.claude/**)` does,
-`Edit(**)` does not): otherwise a subagent could widen its own permissions, plant agents, or make the next
-"read-only" `git status` run its code.
+The settings files of the hierarchy, the agent folders, the managed policy, and wherever they appear in a project
+the names of `GUARDED_NAMES`: a whole git directory (`.git`, or a bare repository under another name), `.claude/`,
+`.agents/`, `.mcp.json`, `CLAUDE.md`, editors' and direnv's files. A write there asks in every mode,
+bypassPermissions and acceptEdits included, unless an `Edit(...)` allow rule matches the path and names it
+(`Edit(./.claude/**)` does, `Edit(**)` does not): otherwise a subagent could widen its own permissions, plant agents
+or instructions, or make the next "read-only" `git status` run its code. The Bash sandbox keeps the same names
+read-only for the commands it confines (`sandbox.guarded`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,32 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-_GIT_RUNS_CODE = (("config",), ("hooks",), ("info", "attributes"))
-"""Paths inside `.git` that make git run programs."""
+GUARDED_NAMES: dict[str, str] = {
+    ".git": "git's repository: its config and hooks make git run programs",
+    ".gitmodules": "git's submodule list: it names repositories and paths git fetches into",
+    ".gitconfig": "git's configuration",
+    ".claude": "Claude Code's and this server's settings, agents, skills, hooks and rules",
+    ".agents": "agent definitions this server and other hosts load",
+    ".mcp.json": "the project's MCP servers, which hosts start",
+    "CLAUDE.md": "instructions Claude Code obeys",
+    "CLAUDE.local.md": "instructions Claude Code obeys",
+    "AGENTS.md": "instructions other coding agents obey",
+    ".cursor": "Cursor's rules and MCP servers",
+    ".envrc": "direnv runs it on entering the folder",
+    ".vscode": "VS Code's tasks (run on opening the folder) and settings (interpreters, terminals)",
+    ".idea": "JetBrains IDEs' run configurations and startup tasks",
+    ".devcontainer": "what a dev container runs when it is built",
+    ".husky": "git hooks installed by husky",
+    ".pre-commit-config.yaml": "commands pre-commit runs at every commit",
+    ".bashrc": "a shell's start-up file",
+    ".bash_profile": "a shell's start-up file",
+    ".zshrc": "a shell's start-up file",
+    ".zprofile": "a shell's start-up file",
+    ".profile": "a shell's start-up file",
+    ".ripgreprc": "ripgrep's configuration, which can name programs it runs",
+}
+"""Names guarded wherever they appear in a project, and why: what git, editors, direnv, shells, Claude Code and this
+server run or obey later, outside the reach of any sandbox."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +53,7 @@ class Protection:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtectedPaths:
     files: tuple[str, ...] = ()
-    """Absolute files: the settings files, the managed policy, `.mcp.json`."""
+    """Absolute files: the settings files, the managed policy, `.mcp.json`, the scripts hooks run."""
     folders: tuple[str, ...] = ()
     """Absolute folders: the agent folders."""
     worktree: str | None = None
@@ -46,21 +72,39 @@ class ProtectedPaths:
         parts = path.split("/")
         if self.worktree is not None and (path + "/").startswith(self.worktree.rstrip("/") + "/"):
             parts = ["", *path[len(self.worktree.rstrip("/")) :].split("/")[1:]]
-        if ".claude" in parts[:-1] or parts[-1] == ".claude":
-            return Protection("a Claude Code configuration folder (.claude)", ".claude")
-        if parts[-1] == ".mcp.json":
-            return Protection("the project's MCP server list (.mcp.json)", ".mcp.json")
-        if ".git" in parts:
-            inside = parts[len(parts) - 1 - parts[::-1].index(".git") + 1 :]
-            if any(tuple(inside[: len(prefix)]) == prefix for prefix in _GIT_RUNS_CODE) or not inside:
-                return Protection("git's configuration or hooks, which make git run programs", ".git")
+        for part in parts[1:]:
+            why = GUARDED_NAMES.get(part)
+            if why is not None:
+                return Protection(why, part)
+        git_directory = _inside_git_directory(path)
+        if git_directory is not None:
+            return Protection(f"inside the git directory {git_directory}, which makes git run programs", ".git")
         for file in self.files:
             if path == file:
-                return Protection("a settings file this server reads", os.path.basename(file))
+                return Protection("a file this server reads or runs", os.path.basename(file))
         for folder in self.folders:
             if path == folder or path.startswith(folder.rstrip("/") + "/"):
                 return Protection("an agent folder this server reads", os.path.basename(folder.rstrip("/")))
         return None
+
+
+def _inside_git_directory(path: str) -> str | None:
+    """The git directory (a bare repository, or a folder a `gitdir:` line names) that holds `path` under a name
+    other than `.git`, if any: git obeys its `config` and `hooks` too."""
+    folder = os.path.dirname(path)
+    while folder not in ("/", ""):
+        if is_git_directory(folder):
+            return folder
+        folder = os.path.dirname(folder)
+    return None
+
+
+def is_git_directory(folder: str) -> bool:
+    """Whether `folder` is laid out as a git directory: a HEAD file with objects/ and refs/, or with a commondir."""
+    return os.path.isfile(os.path.join(folder, "HEAD")) and (
+        os.path.isfile(os.path.join(folder, "commondir"))
+        or (os.path.isdir(os.path.join(folder, "objects")) and os.path.isdir(os.path.join(folder, "refs")))
+    )
 
 
 def _real(path: str) -> str:

@@ -41,9 +41,10 @@ def notes(
         areas = ", ".join(str(path) for path in dict.fromkeys(writable))
         found.append(
             f"Sandbox: read-only file system: writes are limited to {areas} and /tmp (a private temporary "
-            "directory); in them, what configures git, shells, editors and Claude Code (.claude/, .mcp.json, "
-            ".git/hooks, .git/config and the like) stays read-only. Add a path to sandbox.filesystem.allowWrite to "
-            "allow writing elsewhere."
+            "directory); in them, what programs outside the sandbox run or obey later stays read-only (.git, "
+            ".claude/, .agents/, .mcp.json, CLAUDE.md, .vscode/, .envrc and the like). A command that has to "
+            "change one of those (git commit, git checkout) must run with dangerouslyDisableSandbox, which needs "
+            "approval; add a path to sandbox.filesystem.allowWrite to allow writing elsewhere."
         )
     if _DENIED.search(output):
         mentioned = _mentioned(output, hidden.items())
@@ -62,4 +63,14 @@ def _mentioned(output: str, hidden: Iterable[tuple[Path, str]]) -> list[tuple[Pa
 def _names(output: str, name: str) -> bool:
     return (
         len(name) >= 3 and re.search(rf"(^|[\s/'\"`]){re.escape(name)}($|[\s/:'\"`])", output, re.MULTILINE) is not None
+    )
+
+
+def moved_aside_note(moved: Sequence[tuple[Path, Path]]) -> str:
+    """What the model reads when its command created guarded entries, which were moved aside after it."""
+    listed = "; ".join(str(where) for where, _ in moved)
+    return (
+        f"Sandbox: the command created {listed}. Programs outside the sandbox run or obey such files (git, editors, "
+        "Claude Code), so a sandboxed command may not create them: they were moved out of the project (the server's "
+        "log says where). To create one, run the command with dangerouslyDisableSandbox, which needs approval."
     )

@@ -17,6 +17,8 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..permissions.protected import GUARDED_NAMES
+
 SECRET_PATHS = (
     ".ssh",
     ".aws",
@@ -51,34 +53,20 @@ SECRET_PATHS = (
 )
 """Under the home directory: credentials, keys, tokens, browser profiles and shell history."""
 
-PROTECTED_NAMES = (
-    ".git/hooks",
-    ".git/config",
-    ".gitmodules",
-    ".claude",
-    ".mcp.json",
-    ".husky",
-    ".envrc",
-    ".vscode",
-    ".idea",
-    ".gitconfig",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".ripgreprc",
-)
-"""At the top of each writable area: files that make git, shells, editors or this server run code or change its
-rules. They stay read-only inside the sandbox."""
-
 MADE_WHEN_ABSENT = (".claude",)
-"""Protected folders made, empty, in the working directory and the host's roots when they have none: a command could
+"""Guarded folders made, empty, in the working directory and the host's roots when they have none: a command could
 otherwise create one holding settings (permission rules, hooks), agents or skills that the next Task obeys. An empty
 folder is what Claude Code leaves there itself, and git does not list it."""
-MASKED_WHEN_ABSENT = (".mcp.json",)
-"""Protected files a command must not create in the working directory and the host's roots (the project's MCP
-servers): while a command runs, an empty read-only file stands where they would be, and it is removed after."""
+MASKED_WHEN_ABSENT: dict[str, bool] = {
+    ".mcp.json": False,
+    "CLAUDE.md": False,
+    "CLAUDE.local.md": False,
+    ".agents": True,
+}
+"""Guarded names this server itself reads at the top of a project (name -> is a folder): while a command runs, a
+read-only empty placeholder stands where one is missing, so that no other task of this server can load a planted
+one before the command ends; it is removed after. Guarded names a command creates elsewhere are moved aside when it
+ends (`guarded`)."""
 
 PROXY_SOCKET = "/run/mcp-subagents/proxy.sock"
 """Where the proxy's Unix socket appears inside the sandbox."""
@@ -90,12 +78,23 @@ class Layout:
     private_tmp: Path
     placeholder_file: Path
     """An empty file nobody may read, bound over each hidden file."""
+    mask_file: Path
+    """An empty read-only file, bound where a guarded file is missing."""
+    mask_folder: Path
+    """An empty read-only folder, bound where a guarded folder is missing."""
     writable: tuple[Path, ...] = ()
     read_only: tuple[Path, ...] = ()
     hidden: tuple[Path, ...] = ()
     readable_again: tuple[Path, ...] = ()
     masked: tuple[Path, ...] = ()
-    """Protected paths that do not exist: a read-only placeholder stands there so nothing can create them."""
+    """Guarded files that do not exist: a read-only placeholder stands there so nothing can create them."""
+    masked_folders: tuple[Path, ...] = ()
+    """The same for guarded folders."""
+    readable_system: tuple[Path, ...] = ()
+    """Folders under /tmp that commands need to read (the interpreter that puts the seccomp filter on): bound back
+    over the private /tmp."""
+    seccomp_fd: int | None = None
+    """A file descriptor bubblewrap reads the seccomp filter from, for the whole sandbox."""
     unix_sockets: tuple[Path, ...] = ()
     hide_run: bool = True
     proxy_socket: Path | None = None
@@ -114,14 +113,20 @@ def bwrap_arguments(layout: Layout) -> list[str]:
     if layout.proxy_socket is not None:
         args += ["--ro-bind", str(layout.proxy_socket), PROXY_SOCKET]
     args += ["--bind", str(layout.private_tmp), "/tmp"]
+    for path in layout.readable_system:
+        args += ["--ro-bind", str(path), str(path)]
     for path in _outermost(layout.writable):
         args += ["--bind", str(path), str(path)]
     for path in layout.read_only:
         args += ["--ro-bind", str(path), str(path)]
     for path in layout.masked:
-        args += ["--ro-bind", str(layout.placeholder_file), str(path)]
+        args += ["--ro-bind", str(layout.mask_file), str(path)]
+    for path in layout.masked_folders:
+        args += ["--ro-bind", str(layout.mask_folder), str(path)]
     for path in _outermost(layout.hidden):
         args += _hide(path, layout)
+    if layout.seccomp_fd is not None:
+        args += ["--seccomp", str(layout.seccomp_fd)]
     args += ["--chdir", str(layout.cwd)]
     return args
 
@@ -170,26 +175,19 @@ def real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def protected_paths(writable: Iterable[Path]) -> list[Path]:
+def top_level_guarded(areas: Iterable[Path]) -> list[Path]:
+    """Guarded names at the top of areas that are not searched (`sandbox.filesystem.allowWrite` folders)."""
     found: list[Path] = []
-    for root in writable:
-        pointer = root / ".git"
-        if os.path.isfile(pointer):  # a worktree's (or submodule's) `gitdir:` line: which repository git obeys
-            found.append(real(pointer))
-        for name in PROTECTED_NAMES:
-            candidate = root / name
-            if os.path.exists(candidate):  # a symlink is protected where it leads
-                found.append(real(candidate))
+    for root in areas:
+        for name in GUARDED_NAMES:
+            if os.path.lexists(root / name):
+                found.append(root / name)
     return found
 
 
-def absent_protected_paths(areas: Iterable[Path], *, masked_now: Container[Path] = ()) -> list[Path]:
-    """The protected paths missing at the top of the project's writable `areas` (each given once): the folders of
-    `MADE_WHEN_ABSENT` are made (and then protected as they exist), the files of `MASKED_WHEN_ABSENT` are returned,
-    to be masked. A path in `masked_now` (another command's placeholder) counts as missing. An area this user cannot
-    write in is left alone: a command could not create anything there either, and a placeholder could not be put
-    there."""
-    masked: list[Path] = []
+def make_absent_folders(areas: Iterable[Path]) -> None:
+    """Make the folders of `MADE_WHEN_ABSENT` where the project's writable `areas` have none (and this user may
+    write): then they exist, and are guarded as they exist."""
     for area in areas:
         if not os.access(area, os.W_OK):
             continue
@@ -198,20 +196,34 @@ def absent_protected_paths(areas: Iterable[Path], *, masked_now: Container[Path]
             if not os.path.lexists(folder):
                 with contextlib.suppress(OSError):  # made meanwhile, or the area's file system refused
                     folder.mkdir(mode=0o755)
-        for name in MASKED_WHEN_ABSENT:
+
+
+def absent_guarded(areas: Iterable[Path], *, masked_now: Container[Path] = ()) -> tuple[list[Path], list[Path]]:
+    """The guarded names this server reads that are missing at the top of the project's writable `areas` (each
+    given once), as (files, folders) to be masked. A path in `masked_now` (another command's placeholder) counts as
+    missing. An area this user cannot write in is left alone: a command could not create anything there either, and
+    a placeholder could not be put there."""
+    files: list[Path] = []
+    folders: list[Path] = []
+    for area in areas:
+        if not os.access(area, os.W_OK):
+            continue
+        for name, is_folder in MASKED_WHEN_ABSENT.items():
             path = area / name
             if path in masked_now or not os.path.lexists(path):
-                masked.append(path)
-    return masked
+                (folders if is_folder else files).append(path)
+    return files, folders
 
 
 def remove_placeholder(path: Path) -> None:
-    """Remove what bubblewrap left where it masked a missing file: an empty regular file (anything else is not
-    its)."""
+    """Remove what bubblewrap left where it masked a missing file or folder: an empty regular file or an empty
+    folder (anything else is not its)."""
     with contextlib.suppress(OSError):
         info = os.lstat(path)
         if stat.S_ISREG(info.st_mode) and info.st_size == 0:
             path.unlink()
+        elif stat.S_ISDIR(info.st_mode):
+            path.rmdir()  # fails, and is left, unless empty
 
 
 def secret_paths(home: Path) -> list[Path]:

@@ -74,6 +74,8 @@ class Command:
     """How spawn errors name it: "Could not start {what}"."""
     stdin: bytes | None = None
     """Written to the process's stdin, which is then closed; None gives it an empty stdin."""
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the process inherits besides its standard streams (bubblewrap's seccomp filter)."""
 
 
 async def run_captured(
@@ -175,6 +177,7 @@ async def _spawn(command: Command, *, stdout: int = subprocess.PIPE) -> Process:
                     stdin=subprocess.DEVNULL if command.stdin is None else subprocess.PIPE,
                     stdout=stdout,
                     start_new_session=True,
+                    pass_fds=command.pass_fds,
                 )
             )
         except OSError as exc:

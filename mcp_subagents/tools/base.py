@@ -66,8 +66,11 @@ class WrappedCommand(Protocol):
     def argv(self) -> Sequence[str]: ...
     @property
     def env(self) -> Mapping[str, str]: ...
-    def explain(self, output: str, *, failed: bool) -> list[str]:
-        """Notes for the model on what the sandbox blocked while the command ran."""
+    @property
+    def pass_fds(self) -> tuple[int, ...]: ...
+    async def conclude(self, output: str, *, failed: bool) -> list[str]:
+        """Once the command ended: undo what its sandbox put in place, then notes for the model on what the sandbox
+        blocked or undid while the command ran."""
         ...
 
 

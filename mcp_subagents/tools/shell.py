@@ -86,9 +86,15 @@ async def _run_bash(ctx: ToolContext, args: BashInput) -> str:
             raise ToolError(placement.refusal)
         if placement.sandboxed:
             async with sandbox.wrap(args.command, env=ctx.env, cwd=ctx.cwd) as wrapped:
-                command = Command(argv=wrapped.argv, cwd=ctx.cwd, env=wrapped.env, what="the sandbox (bwrap)")
+                command = Command(
+                    argv=wrapped.argv,
+                    cwd=ctx.cwd,
+                    env=wrapped.env,
+                    what="the sandbox (bwrap)",
+                    pass_fds=wrapped.pass_fds,
+                )
                 finished = await _run(command, output, timeout_ms)
-                notes = wrapped.explain(output.text_for_notes(), failed=_failed(finished))
+                notes = await wrapped.conclude(output.text_for_notes(), failed=_failed(finished))
             return _report(finished, output, timeout_ms, notes)
     tag = new_tag()
     command = Command(

@@ -26,7 +26,7 @@ def runtime(tmp_path: Path, block: dict[str, object] | None = None, mode: str = 
 
 def test_auto_is_on_wherever_bubblewrap_works(tmp_path: Path) -> None:
     assert runtime(tmp_path).state == "on"
-    assert runtime(tmp_path).describe() == "Bash sandbox on (bubblewrap; no network)"
+    assert runtime(tmp_path).describe() == "Bash sandbox on (bubblewrap; no network; Unix sockets closed)"
 
 
 def test_auto_without_bubblewrap_is_off_and_says_why(tmp_path: Path) -> None:

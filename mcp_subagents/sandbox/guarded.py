@@ -1,0 +1,191 @@
+"""What a sandboxed command may not change: files that make programs outside the sandbox run code or obey
+instructions later.
+
+A command in the sandbox ends with the command, but what it writes stays. Some files are run or obeyed later by
+programs that are not confined: git runs what `.git/config` and `.git/hooks` name (and IDEs run `git status` all the
+time, in nested repositories too), direnv loads `.envrc` on `cd`, editors run `.vscode/tasks.json` and `.idea/`
+run configurations, commit hooks come from `.husky/` and `.pre-commit-config.yaml`, Claude Code and this server obey
+`.claude/`, `.agents/`, `.mcp.json` and `CLAUDE.md`. Those names are found in each project area (the working
+directory and the host's roots) down to `SEARCH_DEPTH` levels and kept read-only inside the sandbox; a git directory
+is guarded whole, so that it can be neither edited nor renamed and replaced. Names a command creates anew are moved
+aside when it ends (`moved_aside`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..permissions.protected import GUARDED_NAMES
+
+SEARCH_DEPTH = 4
+"""Folder levels below a project area that are searched for guarded names (VS Code looks for nested repositories one
+level down by default, Claude Code's own sandbox three)."""
+MAX_FOLDERS = 20_000
+"""Folders kept per area at most: past it the search is incomplete, and what a command creates is not moved aside."""
+RACY_SECONDS = 2.0
+"""A folder changed this close to when it was read is read again, whatever its time stamp says: a coarse file system
+clock could give a change made just after the read the same time stamp (git's "racy" files)."""
+MAX_POINTER_BYTES = 4096
+PRUNED = frozenset({"node_modules", "__pycache__", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
+"""Folders whose insides are not searched: tools fill them with thousands of folders, and nothing run later by
+itself is looked up there by name."""
+
+
+@dataclass(slots=True)
+class _Folder:
+    levels: int
+    """How many levels below this one are searched."""
+    mtime_ns: int
+    read_at: float
+    guarded: tuple[str, ...]
+    children: tuple[str, ...]
+    git_directory: bool
+    """The folder is itself a git directory (a bare repository carried as files, or the target of a `gitdir:`
+    pointer): guarded whole, and not searched further."""
+
+
+@dataclass(slots=True)
+class GuardedTree:
+    """The guarded entries of one project area, kept current by reading again only the folders whose time stamps
+    changed since the last search (a few µs a folder instead of reading every listing). Thread-safe: searches run in
+    worker threads."""
+
+    area: Path
+    levels: int = SEARCH_DEPTH
+    complete: bool = True
+    _folders: dict[str, _Folder] = field(default_factory=lambda: dict[str, _Folder]())
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def snapshot(self) -> frozenset[Path]:
+        """Every guarded entry now: files and folders with a guarded name, git directories under other names, and the
+        git directories `.git` files point to (when inside the area). Paths as found, not resolved."""
+        with self._lock:
+            self._refresh()
+            return frozenset(self._entries())
+
+    def _refresh(self) -> None:
+        seen: dict[str, _Folder] = {}
+        stack: list[tuple[str, int]] = [(str(self.area), self.levels)]
+        complete = True
+        while stack:
+            path, levels = stack.pop()
+            if len(seen) >= MAX_FOLDERS:
+                complete = False
+                break
+            folder = self._current(path, levels, is_area=not seen)
+            if folder is None:
+                continue
+            seen[path] = folder
+            if levels > 0:
+                stack += [(os.path.join(path, name), levels - 1) for name in reversed(folder.children)]
+        self._folders = seen
+        self.complete = complete
+
+    def _current(self, path: str, levels: int, *, is_area: bool) -> _Folder | None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode):
+            return None
+        kept = self._folders.get(path)
+        if (
+            kept is not None
+            and kept.levels == levels
+            and kept.mtime_ns == info.st_mtime_ns
+            and kept.read_at - info.st_mtime_ns / 1e9 > RACY_SECONDS
+        ):
+            return kept
+        return _read_folder(path, levels, info.st_mtime_ns, is_area=is_area)
+
+    def _entries(self) -> list[Path]:
+        found: list[Path] = []
+        for path, folder in self._folders.items():
+            if folder.git_directory:
+                found.append(Path(path))
+            for name in folder.guarded:
+                entry = Path(path, name)
+                found.append(entry)
+                if name == ".git":
+                    found += [target for target in git_pointer_targets(entry) if target.is_relative_to(self.area)]
+        return found
+
+
+def _read_folder(path: str, levels: int, mtime_ns: int, *, is_area: bool) -> _Folder | None:
+    read_at = time.time()
+    try:
+        with os.scandir(path) as listing:
+            items = list(listing)
+    except OSError:
+        return None
+    names = {item.name for item in items}
+    if not is_area and "HEAD" in names and ({"objects", "refs"} <= names or "commondir" in names):
+        return _Folder(levels, mtime_ns, read_at, (), (), git_directory=True)
+    guarded = tuple(sorted(name for name in names if name in GUARDED_NAMES))
+    children = tuple(
+        sorted(
+            item.name
+            for item in items
+            if item.name not in GUARDED_NAMES and item.name not in PRUNED and _is_folder(item)
+        )
+    )
+    return _Folder(levels, mtime_ns, read_at, guarded, children if levels > 0 else (), git_directory=False)
+
+
+def _is_folder(item: os.DirEntry[str]) -> bool:
+    try:
+        return item.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def git_pointer_targets(entry: Path) -> list[Path]:
+    """For a `.git` file (`gitdir: PATH`, as in worktrees and submodules): the git directory it names and that
+    directory's `commondir`, both of which git obeys when run in the folder. Empty for anything else."""
+    target = _pointer(entry, "gitdir:")
+    if target is None:
+        return []
+    common = _pointer(target / "commondir", "")
+    return [target] if common is None else [target, common]
+
+
+def _pointer(file: Path, prefix: str) -> Path | None:
+    try:
+        if not stat.S_ISREG(os.lstat(file).st_mode):
+            return None
+        with open(file, "rb") as handle:
+            text = handle.read(MAX_POINTER_BYTES).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not text.startswith(prefix):
+        return None
+    named = text[len(prefix) :].strip()
+    if not named:
+        return None
+    return Path(os.path.normpath(os.path.join(file.parent, named)))
+
+
+def moved_aside(created: Iterable[Path], *, area: Path, quarantine: Path) -> list[tuple[Path, Path]]:
+    """Move entries a sandboxed command created below `area` into `quarantine` (under the server's state
+    directory, which no command sees), keeping their paths below the area. Returns (where, where to) of each one
+    moved; one that cannot be moved is left, and not returned."""
+    moved: list[tuple[Path, Path]] = []
+    batch = quarantine / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}"
+    for entry in created:
+        if not entry.is_relative_to(area):
+            continue
+        target = batch / entry.relative_to(area)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.move(entry, target)
+        except OSError:
+            continue
+        moved.append((entry, target))
+    return moved
