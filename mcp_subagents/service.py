@@ -373,6 +373,7 @@ class Subagents:
             "off" if settings.sandbox == "off" else "on" if settings.sandbox == "on" else "auto",
             state_dir=settings.state_dir,
             home=Path(self.environ.get("HOME") or Path.home()),
+            secret_files=[path for path in (settings.auth_token_file, settings.tls_key, settings.tls_cert) if path],
         )
         for unused in sandbox.config.unused:
             logger.info("%s", unused)

@@ -135,23 +135,47 @@ class FilteringProxy:
         addresses = [str(info[4][0]) for info in infos]
         if not addresses:
             raise _BadRequest(502, "Bad Gateway", f"cannot resolve {target.host}")
-        local = [address for address in addresses if _is_local(address)]
+        local = [address for address in addresses if not_public(address)]
         if local and not explicit:
             reason = (
-                f"network access to {target.host}:{target.port} is refused: it resolves to the local address "
-                f"{local[0]}; name the host itself in sandbox.network.allowedDomains to allow that"
+                f"network access to {target.host}:{target.port} is refused: it resolves to {local[0]}, an address of "
+                "this machine or of a private network; name the host itself in sandbox.network.allowedDomains to "
+                "allow that"
             )
             self._refuse(reason)
             raise _BadRequest(403, "Forbidden", f"blocked by the mcp-subagents sandbox: {reason}")
         return addresses[0]
 
 
-def _is_local(address: str) -> bool:
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def not_public(address: str) -> bool:
+    """Whether connecting to `address` could reach this machine or a private network: loopback, private, link-local,
+    shared, unspecified, reserved or multicast ranges, also when written inside an IPv6 address (mapped, compatible,
+    NAT64, 6to4 or Teredo). Anything that is not an IP address counts as not public."""
     try:
         ip = ipaddress.ip_address(address.split("%")[0])
     except ValueError:
-        return False
-    return ip.is_loopback or ip.is_link_local or ip.is_unspecified
+        return True
+    return any(not form.is_global or form.is_multicast for form in _forms(ip))
+
+
+def _forms(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The address, and the IPv4 addresses an IPv6 address carries inside it."""
+    forms: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            forms.append(ip.ipv4_mapped)
+        if ip.sixtofour is not None:
+            forms.append(ip.sixtofour)
+        if ip.teredo is not None:
+            forms += list(ip.teredo)
+        low = int(ip) & 0xFFFFFFFF
+        if int(ip) >> 32 == 0 or ip in _NAT64 or ip in _NAT64_LOCAL:  # IPv4-compatible, NAT64
+            forms.append(ipaddress.IPv4Address(low))
+    return forms
 
 
 def _parse(head: bytes) -> _Target:

@@ -125,19 +125,17 @@ async def test_nested_bare_and_submodule_repositories_stay_read_only(project: Pa
     assert "fsmonitor" not in (bare / "config").read_text()
 
 
+OBEYED_LATER = (".agents/agents/x.md", "CLAUDE.md", "CLAUDE.local.md", ".envrc", ".vscode/tasks.json",
+                ".idea/workspace.xml", ".husky/pre-commit", ".pre-commit-config.yaml", "AGENTS.md",
+                ".claude/rules/style.md", "docs/CLAUDE.md")  # fmt: skip
+
+
 async def test_files_that_editors_hosts_and_direnv_obey_stay_read_only(project: Path) -> None:
-    for name in (".agents/agents/x.md", "CLAUDE.md", "CLAUDE.local.md", ".envrc", ".vscode/tasks.json",
-                 ".idea/workspace.xml", ".husky/pre-commit", ".pre-commit-config.yaml", "AGENTS.md",
-                 ".claude/rules/style.md", "docs/CLAUDE.md"):  # fmt: skip
+    for name in OBEYED_LATER:
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text("original\n")
     async with bash_in(project) as run:
-        results = {
-            name: await run(f"echo planted > {name}")
-            for name in (".agents/agents/x.md", "CLAUDE.md", "CLAUDE.local.md", ".envrc", ".vscode/tasks.json",
-                         ".idea/workspace.xml", ".husky/pre-commit", ".pre-commit-config.yaml", "AGENTS.md",
-                         ".claude/rules/style.md", "docs/CLAUDE.md")  # fmt: skip
-        }
+        results = {name: await run(f"echo planted > {name}") for name in OBEYED_LATER}
         renamed = await run("mv .vscode vscode-old && mkdir .vscode && echo planted > .vscode/tasks.json")
     for name, result in results.items():
         assert "FAILED" in result, name
