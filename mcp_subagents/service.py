@@ -760,12 +760,17 @@ class Subagents:
             max_tokens=self.settings.max_tokens,
             compact_threshold=self.settings.compact_threshold,
         )
-        policy = self._permission_policy(definition, place, allowed, claude_settings, extra_allow=extras.allow_rules)
+        policy = self._permission_policy(
+            definition,
+            place,
+            allowed,
+            claude_settings,
+            extra_allow=extras.allow_rules,
+            hook_files=self._hook_files(extensions, place),
+        )
         sandbox = self._run_sandbox(policy, cwd, allowed)
         if sandbox is not None:
             held.callback(sandbox.close)
-            if extensions.hooks is not None:  # the person's hook commands are confined like the agent's Bash
-                extensions.hooks.sandbox = sandbox
         gate = self._gate(definition, record, policy, sandbox, extensions)
         return AgentRun(
             agent=definition.name,
@@ -968,14 +973,17 @@ class Subagents:
         claude_settings: ClaudeSettings,
         *,
         extra_allow: tuple[str, ...] = (),
+        hook_files: tuple[Path, ...] = (),
     ) -> PermissionPolicy:
         # Tasks launched together share one: every input is immutable, and the settings snapshot is the same object
         # while no settings file (drop-ins included) changed.
-        key = (id(claude_settings), id(definition), place, roots, extra_allow)
+        key = (id(claude_settings), id(definition), place, roots, extra_allow, hook_files)
         kept = self._policies.get(key)
         if kept is not None and kept[0] is claude_settings and kept[1] is definition:
             return kept[2]
-        policy = self._new_permission_policy(definition, place, roots, claude_settings, extra_allow=extra_allow)
+        policy = self._new_permission_policy(
+            definition, place, roots, claude_settings, extra_allow=extra_allow, hook_files=hook_files
+        )
         if len(self._policies) >= _KEPT_POLICIES:
             self._policies.clear()
         self._policies[key] = (claude_settings, definition, policy)
@@ -989,6 +997,7 @@ class Subagents:
         claude_settings: ClaudeSettings,
         *,
         extra_allow: tuple[str, ...],
+        hook_files: tuple[Path, ...],
     ) -> PermissionPolicy:
         from .permissions import PermissionPolicy, rules_from_settings
         from .permissions.protected import ProtectedPaths
@@ -1012,12 +1021,21 @@ class Subagents:
             roots=roots,
             project_root=worktree or self.settings.working_directory,
             protected=ProtectedPaths(
-                files=tuple(os.path.abspath(path) for path in self._configuration_files(place.project)),
+                files=tuple(os.path.abspath(path) for path in (*self._configuration_files(place.project), *hook_files)),
                 # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
                 folders=tuple(str(folder) for folder in self._agent_folders() if not cwd.is_relative_to(folder)),
                 worktree=str(worktree) if worktree is not None else None,
             ),
         )
+
+    def _hook_files(self, extensions: Extensions, place: RunPlace) -> tuple[Path, ...]:
+        """The files the run's hook commands name: hooks run outside the sandbox, so those stay out of reach."""
+        if extensions.hooks is None:
+            return ()
+        from .hooks.scripts import hook_scripts
+
+        home = Path(self.environ.get("HOME") or Path.home())
+        return hook_scripts(extensions.hooks.hooks, project=place.project, home=home)
 
     def _configuration_files(self, project: Path) -> list[Path]:
         """Every settings file of the hierarchy (present or not) and the project's `.mcp.json`."""

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import anyio
 
@@ -25,9 +25,6 @@ from .conditions import condition_matches
 from .config import CommandHook, HookEvent, HookSet
 from .output import HookReply, clip, read_reply
 from .runner import run_command_hook
-
-if TYPE_CHECKING:
-    from ..sandbox import RunSandbox
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +76,6 @@ class AgentHooks:
         self.who = who
         self._report = report
         self._denials = denials
-        self.sandbox: RunSandbox | None = None
-        """The run's Bash sandbox, once the run has one: hook commands run inside it too."""
 
     # ---- the run's start and end ------------------------------------------------------------------------------
 
@@ -191,7 +186,7 @@ class AgentHooks:
 
         async def run(index: int, hook: CommandHook) -> None:
             process = await run_command_hook(
-                hook.command, stdin=stdin, cwd=self.who.cwd, env=env, timeout_s=hook.timeout_s, sandbox=self.sandbox
+                hook.command, stdin=stdin, cwd=self.who.cwd, env=env, timeout_s=hook.timeout_s
             )
             replies[index] = read_reply(hook, event, process)
 

@@ -6,9 +6,10 @@ descriptors, never the server's stdout). It runs through the tools' own runner (
 on timeout or cancellation the whole group is killed, and output held open by something it left behind is not
 waited for.
 
-Where the Bash sandbox confines the run's commands, a hook command runs inside it too (the same filesystem, process
-and network limits as the agent's Bash); a setting that makes the sandbox required refuses the hook when the sandbox
-cannot run.
+As in Claude Code, a hook runs outside the Bash sandbox: the sandbox confines the agent's Bash, and hooks are the
+person's own commands from trusted settings and agent files (untrusted ones never get here). What makes that safe
+is that a subagent cannot change them: the settings files and the scripts hook commands name are read-only inside
+the sandbox and asked for when Write or Edit would change them (`hook_scripts`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,9 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..errors import ToolError
 from ..tools._process import CappedBytes, Command, run_captured
-
-if TYPE_CHECKING:
-    from ..sandbox import RunSandbox
 
 MAX_CAPTURE_BYTES = 1_000_000
 """Of stdout and of stderr each; what a hook prints beyond this is dropped."""
@@ -49,19 +46,9 @@ async def run_command_hook(
     cwd: Path,
     env: Mapping[str, str],
     timeout_s: float,
-    sandbox: RunSandbox | None = None,
 ) -> HookProcess:
-    """Run one hook command to its end, or until `timeout_s` passes (then its process group is killed); inside the
-    run's `sandbox` when there is one."""
-    if sandbox is None:
-        return await _run([_bash(), "-c", command], stdin=stdin, cwd=cwd, env=env, timeout_s=timeout_s)
-    placement = sandbox.placement(command, leave_requested=False)
-    if placement.refusal:
-        return HookProcess(exit_code=None, start_error=f"the hook was not run: {placement.refusal}")
-    if not placement.sandboxed:  # sandbox.excludedCommands names it
-        return await _run([_bash(), "-c", command], stdin=stdin, cwd=cwd, env=env, timeout_s=timeout_s)
-    async with sandbox.wrap(command, env=env, cwd=cwd) as wrapped:
-        return await _run(wrapped.argv, stdin=stdin, cwd=cwd, env=wrapped.env, timeout_s=timeout_s)
+    """Run one hook command to its end, or until `timeout_s` passes (then its process group is killed)."""
+    return await _run([_bash(), "-c", command], stdin=stdin, cwd=cwd, env=env, timeout_s=timeout_s)
 
 
 async def _run(argv: list[str], *, stdin: bytes, cwd: Path, env: Mapping[str, str], timeout_s: float) -> HookProcess:
