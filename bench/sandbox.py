@@ -79,6 +79,21 @@ async def per_command(run: Callable[[str], Awaitable[str]], command: str, count:
     return statistics.median(times)
 
 
+def make_tree(root: Path, width: int) -> int:
+    """A project of width x 10 x 10 folders (a file in each) with a few nested repositories: what the sandbox
+    searches for guarded names before and after every command. Returns the number of folders."""
+    made = 0
+    for first in range(width):
+        for second in range(10):
+            for third in range(10):
+                folder = root / f"pkg{first}" / f"mod{second}" / f"part{third}"
+                folder.mkdir(parents=True)
+                (folder / "code.py").write_text("pass\n")
+                made += 1
+        (root / f"pkg{first}" / ".git").mkdir()
+    return made
+
+
 def scratch_folder() -> Path:
     """Outside /tmp, which the sandbox replaces with a private one."""
     return Path(tempfile.mkdtemp(prefix="mcp-subagents-bench-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
@@ -107,6 +122,15 @@ async def main(count: int) -> None:
         print(
             f"Bash `{COMMAND}`, sandboxed (no network)        median {boxed * 1000:7.1f} ms   "
             f"ratio {boxed / plain:5.2f}   (+{(boxed - plain) * 1000:.1f} ms per command)"
+        )
+        big = home / "big-project"
+        folders = make_tree(big, 20 if count > 10 else 4)
+        big_run, big_close = bash_runner(big, home, {})
+        in_big = await per_command(big_run, COMMAND, count)
+        big_close()
+        print(
+            f"Bash `{COMMAND}`, sandboxed, {folders} folders    median {in_big * 1000:7.1f} ms   "
+            f"ratio {in_big / plain:5.2f}   (the search for guarded names: +{(in_big - boxed) * 1000:.1f} ms)"
         )
         if availability.socat is None:
             print("network figures skipped: socat is not installed")

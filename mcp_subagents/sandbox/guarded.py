@@ -33,9 +33,13 @@ RACY_SECONDS = 2.0
 """A folder changed this close to when it was read is read again, whatever its time stamp says: a coarse file system
 clock could give a change made just after the read the same time stamp (git's "racy" files)."""
 MAX_POINTER_BYTES = 4096
-PRUNED = frozenset({"node_modules", "__pycache__", ".tox", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
-"""Folders whose insides are not searched: tools fill them with thousands of folders, and nothing run later by
-itself is looked up there by name."""
+PRUNED = frozenset(
+    {"node_modules", "bower_components", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
+     ".pytest_cache", ".ruff_cache", ".gradle", ".next", ".terraform", "target"}
+)  # fmt: skip
+"""Folders whose insides are not searched: package managers, builds and tools fill them with thousands of folders,
+and nothing run later by itself is looked up there by name (what runs from them, a virtual environment's scripts or
+a build's output, is the project's own code, which the person chooses to run)."""
 
 
 @dataclass(slots=True)
@@ -46,6 +50,7 @@ class _Folder:
     read_at: float
     guarded: tuple[str, ...]
     children: tuple[str, ...]
+    """The full paths of the folders below it that are searched."""
     git_directory: bool
     """The folder is itself a git directory (a bare repository carried as files, or the target of a `gitdir:`
     pointer): guarded whole, and not searched further."""
@@ -84,7 +89,8 @@ class GuardedTree:
                 continue
             seen[path] = folder
             if levels > 0:
-                stack += [(os.path.join(path, name), levels - 1) for name in reversed(folder.children)]
+                below = levels - 1
+                stack += [(child, below) for child in reversed(folder.children)]
         self._folders = seen
         self.complete = complete
 
@@ -129,14 +135,16 @@ def _read_folder(path: str, levels: int, mtime_ns: int, *, is_area: bool) -> _Fo
     if not is_area and "HEAD" in names and ({"objects", "refs"} <= names or "commondir" in names):
         return _Folder(levels, mtime_ns, read_at, (), (), git_directory=True)
     guarded = tuple(sorted(name for name in names if name in GUARDED_NAMES))
-    children = tuple(
-        sorted(
-            item.name
-            for item in items
-            if item.name not in GUARDED_NAMES and item.name not in PRUNED and _is_folder(item)
+    children: tuple[str, ...] = ()
+    if levels > 0:
+        children = tuple(
+            sorted(
+                item.path
+                for item in items
+                if item.name not in GUARDED_NAMES and item.name not in PRUNED and _is_folder(item)
+            )
         )
-    )
-    return _Folder(levels, mtime_ns, read_at, guarded, children if levels > 0 else (), git_directory=False)
+    return _Folder(levels, mtime_ns, read_at, guarded, children, git_directory=False)
 
 
 def _is_folder(item: os.DirEntry[str]) -> bool:
