@@ -202,6 +202,10 @@ class SandboxRuntime:
                 remove_placeholder(path)
 
     def close(self) -> None:
+        with self._trees_lock:
+            for tree in self._trees.values():
+                tree.close()
+            self._trees.clear()
         if self._base is not None:
             (self._base / "mask-folder").chmod(0o755)
             shutil.rmtree(self._base, ignore_errors=True)
