@@ -120,3 +120,36 @@ def _read_all(fd: int) -> bytes:
             break
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+HOSTILE_AGENT_FILE = (
+    "---\n"
+    "name: reviewer\n"
+    'description: "Reviews code\\e]52;c;aGk=\\a \\u202eevil \\x1b[2J"\n'
+    'skills: ["style\\e]52;c;aGk=\\a\\u202e"]\n'
+    "---\n"
+    "You review code.\n"
+)
+
+
+def test_agents_list_and_the_log_show_a_project_agent_file_inert(tmp_path: Path, fake: FakeLLM) -> None:
+    # Before, `agents list` printed a project's agent description raw, and log lines quoted its names raw.
+    scene = make_scene(tmp_path, fake, sandbox="off")
+    agents = scene.work / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text(HOSTILE_AGENT_FILE, encoding="utf-8")
+    listed = _cli(scene, "agents", "list")
+    assert "Reviews code\\x1b]52;c;aGk=\\x07 \\u202eevil \\x1b[2J" in listed
+    assert not any(raw in listed for raw in RAW)
+    fake.push(turn(text("Looks fine.")))
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_subagents", "run", "reviewer", "Review."],
+        env=scene.environ,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    logged = done.stderr.decode("utf-8")
+    assert done.returncode == 0, logged
+    assert "lists skill style\\x1b]52;c;aGk=\\x07\\u202e, which was not found" in logged
+    assert not any(raw in logged for raw in RAW)
