@@ -28,6 +28,7 @@ from typing import Any, cast
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.message import SessionMessage
 
@@ -158,8 +159,9 @@ def wire_json(message: types.JSONRPCMessage) -> str:
     try:
         return message.model_dump_json(by_alias=True, exclude_unset=True)
     except ValueError:  # pydantic's serialization error wraps the UnicodeEncodeError
-        data = well_formed_values(message.model_dump(mode="json", by_alias=True, exclude_unset=True))
-        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        # The Python form keeps strings as they are (the JSON form encodes them, and fails the same way).
+        data = well_formed_values(message.model_dump(mode="python", by_alias=True, exclude_unset=True))
+        return pydantic_core.to_json(data).decode()
 
 
 # ---- stdio ---------------------------------------------------------------------------------------------------------
