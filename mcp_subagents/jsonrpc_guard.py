@@ -10,8 +10,9 @@ The stdio side also reads stdin without a worker thread (pipes, sockets and term
 waits for a blocked `read()`.
 
 On the way out, every answer is well-formed (`well_formed_results`): a lone surrogate in a result (a model wrote
-one, or a project's agent file did) becomes U+FFFD instead of a message that cannot be encoded. Before, writing such
-a message ended the stdio server, broke the HTTP session's event stream, or reached the client as JSON it refused.
+one) becomes U+FFFD instead of a message that cannot be encoded. Before, writing such a message ended the stdio
+server, broke the HTTP session's event stream, or reached the client as JSON it refused. The stdio writer falls back
+to the same for any other message (`wire_json`).
 """
 
 from __future__ import annotations
