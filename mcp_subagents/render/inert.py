@@ -40,7 +40,7 @@ _HIDDEN = (
     "\ufeff\uffa0\ufff0-\ufffb"
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
-_NOT_INERT = re.compile(f"[{_HIDDEN}]|\r(?!\n)")
+_NOT_INERT = re.compile(f"[{_HIDDEN}\r]")
 _NOT_INERT_ON_ONE_LINE = re.compile(f"[{_HIDDEN}\t\n\r]")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -57,13 +57,21 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
 
 
+def _escape_but_crlf(match: re.Match[str]) -> str:
+    if match.group() == "\r" and match.string.startswith("\n", match.end()):
+        return "\r"  # a line ending, not a return to the start of the line
+    return _escape(match)
+
+
 def inert(text: str, *, one_line: bool = False) -> str:
     """`text` with every character that would act on a display, or not show at all, written as a visible escape.
     `one_line` escapes newlines and tabs too, for a field that must stay on its line (a name, a table cell).
     Applying it twice changes nothing more than applying it once."""
     if text.isascii() and text.isprintable():
         return text
-    return (_NOT_INERT_ON_ONE_LINE if one_line else _NOT_INERT).sub(_escape, text)
+    if one_line:
+        return _NOT_INERT_ON_ONE_LINE.sub(_escape, text)
+    return _NOT_INERT.sub(_escape_but_crlf, text)
 
 
 def inert_values(value: Any) -> Any:
