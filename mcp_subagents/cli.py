@@ -20,6 +20,7 @@ import anyio
 
 from . import __version__
 from .errors import ConfigError
+from .render.inert import inert
 from .settings import (
     AGENT_SERVER_MARKER,
     RUN_OPTIONS,
@@ -158,9 +159,9 @@ def _main(argv: Sequence[str] | None) -> None:
     from mcp import MCPDeprecationWarning
 
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    logging.basicConfig(
-        stream=sys.stderr, level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_InertFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=settings.log_level, handlers=[handler])
     if settings.log_level != "DEBUG":
         # The HTTP clients log every request at INFO: a line per model round trip is noise in a host's log, and
         # writing it cost 5 % of the server's CPU with many Tasks at once. Their warnings still show.
@@ -284,6 +285,14 @@ async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
             return
 
 
+class _InertFormatter(logging.Formatter):
+    """Log lines quote tool names, paths and agent files a model or a project chose: a person's terminal (or a
+    host's log view) shows their control and bidi characters as escapes."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return inert(super().format(record))
+
+
 def _list_agents(settings: Settings, *, as_json: bool) -> None:
     from .claude_settings import ClaudeSettingsFiles
     from .definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
@@ -318,22 +327,22 @@ def _list_agents(settings: Settings, *, as_json: bool) -> None:
         errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
         print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings}, indent=2))
         return
+    lines: list[str] = []  # a project's agent files chose these names and texts: printed inert
     for d in catalog.agents.values():
         unusable = "  [NO USABLE TOOLS: Task refuses it]" if problems[d.name] else ""
-        print(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}{unusable}")
-        print(f"    {' '.join(d.description.split())[:160]}")
+        lines.append(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}{unusable}")
+        lines.append(f"    {' '.join(d.description.split())[:160]}")
         if d.path:
-            print(f"    {d.path}")
+            lines.append(f"    {d.path}")
         if problems[d.name]:
-            print(f"    problem: {problems[d.name]}")
-    for denied in catalog.denied:
-        print(f"{denied}  [denied by settings]")
+            lines.append(f"    problem: {problems[d.name]}")
+    lines += [f"{denied}  [denied by settings]" for denied in catalog.denied]
     if catalog.errors:
-        print(f"\n{len(catalog.errors)} file(s) failed to load:")
-        for error in catalog.errors:
-            print(f"  {error.path}: {error.error}")
-    for warning in warnings:
-        print(f"warning: {warning}")
+        lines.append(f"\n{len(catalog.errors)} file(s) failed to load:")
+        lines += [f"  {error.path}: {error.error}" for error in catalog.errors]
+    lines += [f"warning: {warning}" for warning in warnings]
+    for line in lines:
+        print(inert(line))
 
 
 def _validate(paths: Sequence[Path], settings: Settings) -> int:
@@ -345,7 +354,7 @@ def _validate(paths: Sequence[Path], settings: Settings) -> int:
     problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))
     for problem in problems:
         label = "" if problem.severity == "error" else "warning: "
-        print(f"{problem.path}: {label}{problem.message}")
+        print(inert(f"{problem.path}: {label}{problem.message}"))
     failing = {p.path for p in problems if p.severity == "error"}
     warnings = len(problems) - sum(1 for p in problems if p.severity == "error")
     summary = f"{len(failing)} file(s) failed, {warnings} warning(s)" if problems else "all files are valid"

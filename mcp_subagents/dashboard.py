@@ -6,6 +6,9 @@ everything but the static files needs the secret made at each start. The secret 
 (the page moves it out of the address bar); without it, other local users and web pages get nothing.
 Against other sites: the Host header must name this address (DNS rebinding), POSTs must carry the secret in a
 header, a JSON body and, when a browser sends one, this page's Origin; no CORS headers are ever sent.
+
+What the API sends is inert (`render.inert`): a bidi override or a zero-width space in a task's text arrives as a
+visible escape, and the page escapes again whatever it shows.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .control import ControlError, request_stop
 from .dashboard_data import TaskRows, TranscriptFollower, state_signature
 from .errors import SubagentsError
 from .pricing import PriceTable
+from .render.inert import inert_values, well_formed
 from .task_files import TaskLookupError, find_task, read_task
 from .tasks_cli import task_row
 
@@ -151,7 +155,7 @@ class Dashboard:
         if not self._authorized(request):
             return _forbidden()
         rows = await anyio.to_thread.run_sync(TaskRows(self.state_dir, self._prices).rows)
-        return JSONResponse({"tasks": rows})
+        return _shown({"tasks": rows})
 
     def _task_path(self, request: Request) -> Path | Response:
         """The transcript of the task a read request names, or the response that refuses it."""
@@ -163,7 +167,7 @@ class Dashboard:
         try:
             return find_task(self.state_dir, request.path_params["task_id"])
         except TaskLookupError as exc:
-            return JSONResponse({"error": exc.message}, status_code=404)
+            return _shown({"error": exc.message}, status_code=404)
 
     async def _task(self, request: Request) -> Response:
         path = self._task_path(request)
@@ -171,9 +175,9 @@ class Dashboard:
             return path
         snapshot = await anyio.to_thread.run_sync(read_task, path, self._prices)
         if snapshot is None:
-            return JSONResponse({"error": "no such task"}, status_code=404)
+            return _shown({"error": "no such task"}, status_code=404)
         items = TranscriptFollower(path).new_items(snapshot)
-        return JSONResponse({"task": task_row(snapshot), "items": items})
+        return _shown({"task": task_row(snapshot), "items": items})
 
     async def _events(self, request: Request) -> Response:
         if not self._authorized(request):
@@ -234,15 +238,15 @@ class Dashboard:
         snapshot = read_task(path)
         if snapshot is None or snapshot.finished:
             state = snapshot.state if snapshot else "unknown"
-            return JSONResponse({"error": f"The task already ended: {state}."}, status_code=409)
+            return _shown({"error": f"The task already ended: {state}."}, status_code=409)
         task_id = snapshot.task_id
         if self._stop_here is not None and self._stop_here(task_id):
-            return JSONResponse({"stopping": task_id}, status_code=202)
+            return _shown({"stopping": task_id}, status_code=202)
         try:
             request_stop(self.state_dir, snapshot.header.control, task_id)
         except ControlError as exc:
-            return JSONResponse({"error": exc.message}, status_code=409)
-        return JSONResponse({"stopping": task_id}, status_code=202)
+            return _shown({"error": exc.message}, status_code=409)
+        return _shown({"stopping": task_id}, status_code=202)
 
     async def _resume_task(self, request: Request) -> Response:
         problem = await self._check_action(request)
@@ -251,20 +255,22 @@ class Dashboard:
         try:
             body = await request.json()
         except ValueError:
-            return JSONResponse({"error": 'The body must be JSON: {"prompt": "..."}'}, status_code=400)
+            return _shown({"error": 'The body must be JSON: {"prompt": "..."}'}, status_code=400)
         prompt: Any = cast("dict[str, Any]", body).get("prompt") if isinstance(body, dict) else None
+        if isinstance(prompt, str):
+            prompt = well_formed(prompt)  # JSON may carry lone surrogates, which no model API accepts
         if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_PROMPT:
-            return JSONResponse({"error": "prompt must be a non-empty text"}, status_code=400)
+            return _shown({"error": "prompt must be a non-empty text"}, status_code=400)
         if self._resume is None:
-            return JSONResponse({"error": "This dashboard cannot run tasks."}, status_code=409)
+            return _shown({"error": "This dashboard cannot run tasks."}, status_code=409)
         try:
             path = find_task(self.state_dir, request.path_params["task_id"])
             new_id = await self._resume(path.stem, prompt)
         except TaskLookupError as exc:
-            return JSONResponse({"error": exc.message}, status_code=404)
+            return _shown({"error": exc.message}, status_code=404)
         except SubagentsError as exc:
-            return JSONResponse({"error": exc.message}, status_code=409)
-        return JSONResponse({"task_id": new_id}, status_code=202)
+            return _shown({"error": exc.message}, status_code=409)
+        return _shown({"task_id": new_id}, status_code=202)
 
     # ---- checks ----------------------------------------------------------------------------------------------------
 
@@ -279,9 +285,9 @@ class Dashboard:
             return _forbidden()
         origin = request.headers.get("origin")
         if origin is not None and origin not in self.access.origins:
-            return JSONResponse({"error": "cross-site request refused"}, status_code=403)
+            return _shown({"error": "cross-site request refused"}, status_code=403)
         if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-            return JSONResponse({"error": "send application/json"}, status_code=415)
+            return _shown({"error": "send application/json"}, status_code=415)
         return None
 
 
@@ -312,11 +318,16 @@ class _Guard:
 
 
 def _forbidden() -> Response:
-    return JSONResponse({"error": "missing or wrong dashboard secret"}, status_code=403)
+    return _shown({"error": "missing or wrong dashboard secret"}, status_code=403)
+
+
+def _shown(data: Any, status_code: int = 200) -> JSONResponse:
+    """Every JSON answer of the dashboard: inert, like everything it shows."""
+    return JSONResponse(inert_values(data), status_code=status_code)
 
 
 def _event(name: str, data: Any) -> str:
-    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"event: {name}\ndata: {json.dumps(inert_values(data), ensure_ascii=False)}\n\n"
 
 
 def _event_stream(events: AsyncIterator[str]) -> StreamingResponse:

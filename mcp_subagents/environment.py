@@ -1,10 +1,12 @@
 """The environment child processes (Bash, Grep, Glob) get: this process's, without anything that looks like a secret.
 
 A variable is removed when its name says it holds a credential (`*_KEY`, `*_TOKEN`, `*_SECRET`, `*_PASSWORD`,
-`*_PAT`, `*_CREDENTIALS`, the AWS credential variables, `PGPASSWORD`, ...), or when its value does (a URL with a
-password in it, like `DATABASE_URL=postgres://app:hunter2@db/app`; a well-known key prefix). `sandbox.credentials`
-in the settings names more to remove (`envVars` with mode "deny") and, our own key, secret-looking ones to keep
-(`allowEnvVars`).
+`*_PAT`, `*_CREDENTIALS`, the AWS credential variables, `PGPASSWORD`, ...) or HTTP headers, which carry them
+(`ANTHROPIC_CUSTOM_HEADERS`, `OTEL_EXPORTER_OTLP_HEADERS`, any `*_HEADER(S)`, `*_COOKIE(S)`, `*_AUTHORIZATION`), or
+when its value does (a URL with a password in it, like `DATABASE_URL=postgres://app:hunter2@db/app`; a well-known
+key prefix; an `Authorization`, `X-Api-Key` or `Cookie` header; a value that is a bearer or basic credential).
+`sandbox.credentials` in the settings names more to remove (`envVars` with mode "deny") and, our own key,
+secret-looking ones to keep (`allowEnvVars`).
 """
 
 from __future__ import annotations
@@ -34,12 +36,19 @@ _SECRET_NAMES = frozenset(
 )
 _SECRET_SUFFIXES = ("_KEY", "_PAT", "_AUTH", "_DSN")
 _SECRET_WORDS = frozenset(
-    {"SECRET", "SECRETS", "TOKEN", "TOKENS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "APIKEY"}
+    {
+        *("SECRET", "SECRETS", "TOKEN", "TOKENS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS"),
+        *("APIKEY", "HEADER", "HEADERS", "COOKIE", "COOKIES", "AUTHORIZATION", "BEARER"),
+    }
 )
 _URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:[^/\s@]+@")
 _KEY_PREFIXES = re.compile(
     r"^(sk-ant-|sk-proj-|sk-[A-Za-z0-9]{20}|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abposr]-|AKIA[0-9A-Z]{16}|"
     r"ASIA[0-9A-Z]{16}|hf_[A-Za-z0-9]{20}|npm_[A-Za-z0-9]{20})"
+)
+_HEADER_CREDENTIAL = re.compile(
+    r"(?i)(?:\b(?:proxy-)?authorization|\bx-api-key|\bapi[-_]key|\bx-auth-token|\bcookie)\s*[:=]"
+    r"|^\s*(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}\s*$"
 )
 
 
@@ -49,7 +58,7 @@ def looks_secret(name: str, value: str) -> bool:
         return True
     if any(word in _SECRET_WORDS for word in upper.split("_")):
         return True
-    return bool(_URL_WITH_PASSWORD.search(value) or _KEY_PREFIXES.match(value))
+    return bool(_URL_WITH_PASSWORD.search(value) or _KEY_PREFIXES.match(value) or _HEADER_CREDENTIAL.search(value))
 
 
 def scrubbed_environment(

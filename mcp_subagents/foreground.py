@@ -37,6 +37,7 @@ from .render import (
     stale_answer_text,
     task_error,
 )
+from .render.inert import inert
 from .root_policy import confine_roots
 from .roots import ROOTS_INPUT_KEY, ConnectionRoots, host_roots, roots_from_response, roots_request
 from .schemas import task_schema, validate_arguments
@@ -236,7 +237,7 @@ class HostReporter:
         if isinstance(event, TurnStarted):
             message = f"turn {event.turn} of {event.max_turns}"
         elif isinstance(event, ToolStarted):
-            message = f"turn {event.turn}: {event.call.name}"
+            message = f"turn {event.turn}: {inert(event.call.name, one_line=True)}"
         elif isinstance(event, BudgetWarning):
             message = f"turn {event.turn}: budget: {budget_warning_text(event)}"
         else:
@@ -247,5 +248,10 @@ class HostReporter:
             await self._ctx.session.report_progress(progress.turn + progress.tool_uses, None, message)
         line = describe_event(event)
         if line is not None and log_level_allows(self._ctx, "info"):
-            data = {"task_id": self._record.id, "agent": self._record.agent, "event": self._redact(line.strip())}
+            # Hosts show these to people: the model's text in them is made inert (and so well-formed).
+            data = {
+                "task_id": self._record.id,
+                "agent": inert(self._record.agent, one_line=True),
+                "event": inert(self._redact(line.strip())),
+            }
             await _send_log_message(self._ctx.session, "info", data, "mcp-subagents", self._ctx.request_id)

@@ -8,6 +8,11 @@ carried but that is not valid itself is answered as `null`, as JSON-RPC 2.0 says
 
 The stdio side also reads stdin without a worker thread (pipes, sockets and terminals), so shutting down never
 waits for a blocked `read()`.
+
+On the way out, every answer is well-formed (`well_formed_results`): a lone surrogate in a result (a model wrote
+one) becomes U+FFFD instead of a message that cannot be encoded. Before, writing such a message ended the stdio
+server, broke the HTTP session's event stream, or reached the client as JSON it refused. The stdio writer falls back
+to the same for any other message (`wire_json`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,11 @@ from typing import Any, cast
 
 import anyio
 import mcp_types as types
+import pydantic_core
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.message import SessionMessage
+
+from .render.inert import well_formed_values
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -135,6 +144,25 @@ def _id_after_key(rest: str) -> RequestId | None:
     except ValueError:
         return None
     return _valid_id(value)
+
+
+# ---- what we send --------------------------------------------------------------------------------------------------
+
+
+async def well_formed_results(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Server middleware: the result of every request, with lone surrogates replaced (see the module docstring)."""
+    return well_formed_values(await call_next(ctx))
+
+
+def wire_json(message: types.JSONRPCMessage) -> str:
+    """`message` as one line of JSON; one holding a lone surrogate (from anywhere) is written with U+FFFD for it
+    rather than failing to encode."""
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True)
+    except ValueError:  # pydantic's serialization error wraps the UnicodeEncodeError
+        # The Python form keeps strings as they are (the JSON form encodes them, and fails the same way).
+        data = well_formed_values(message.model_dump(mode="python", by_alias=True, exclude_unset=True))
+        return pydantic_core.to_json(data).decode()
 
 
 # ---- stdio ---------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import anyio
 from .errors import ConfigError, SubagentsError
 from .processes import harden_server_process, kill_descendants
 from .render import outcome_text, task_error
+from .render.inert import inert
 from .service import Subagents, TaskArguments
 from .settings import Settings
 from .terminal import PlainProgress, StatusLine, person_report, resume_hint
@@ -58,9 +59,9 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
             record = app.launch(arguments)
         except SubagentsError as exc:
             if raw:
-                print(task_error(agent or "", exc.message))
+                print(inert(task_error(agent or "", exc.message)))
             else:
-                print(f"mcp-subagents: {exc.message}", file=err)
+                print(f"mcp-subagents: {inert(exc.message)}", file=err)
             return 1
         progress = StatusLine(record, err) if err.isatty() else PlainProgress(err)
         stop_requests = 0
@@ -89,8 +90,8 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
             print(resume_hint(record), file=err)
             return INTERRUPTED
         assert outcome is not None
-        if raw:
-            print(outcome_text(record, outcome, max_chars=settings.max_result_chars))
+        if raw:  # the envelope a host gets, but printed for a person: inert like the rest
+            print(inert(outcome_text(record, outcome, max_chars=settings.max_result_chars)))
         else:
             answer, notes = person_report(record, outcome)
             if answer:

@@ -30,6 +30,7 @@ from .auth import principal_of
 from .definitions import Catalog
 from .errors import InvalidArgumentsError, SubagentsError
 from .host_connection import set_log_level
+from .jsonrpc_guard import well_formed_results
 from .notifications import ToolListNotifier
 from .render.descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description
 from .schemas import (
@@ -182,6 +183,7 @@ def build_server(app: Subagents) -> SubagentsServer:
     server.notifier = notifier
     server.app = app
     server.middleware.append(notifier.track_sessions)
+    server.middleware.append(well_formed_results)  # a lone surrogate in a result must not break the wire
     # The requestState of a 2026-era round trip names a task and its open questions: sealed (encrypted, bound to
     # the call's arguments and the caller, expiring), so a host can only hand back what this process gave it.
     security = RequestStateSecurity.ephemeral(ttl=app.settings.ask_timeout + 60)

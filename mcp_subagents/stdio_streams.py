@@ -26,6 +26,8 @@ from typing import Any
 
 import anyio
 
+from .jsonrpc_guard import wire_json
+
 logger = logging.getLogger(__name__)
 
 _READ_SIZE = 256 * 1024
@@ -161,7 +163,7 @@ async def _wire_streams(lines: AsyncIterable[str], writer: LineWriter) -> AsyncG
 
 
 def _wire_line(message: Any) -> str:
-    return message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+    return wire_json(message.message) + "\n"
 
 
 def _claim(stack: ExitStack) -> tuple[int, LineWriter] | None:

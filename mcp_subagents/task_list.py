@@ -8,6 +8,7 @@ import mcp_types as types
 
 from .pricing import format_usd
 from .render import failure_message
+from .render.inert import inert_values
 from .task_record import TaskRecord
 
 OUTPUT_LINES = 6
@@ -45,7 +46,8 @@ def task_entry(record: TaskRecord, *, recent_output: str, queue: tuple[int, int]
 
 
 def task_list_result(entries: list[dict[str, Any]]) -> types.CallToolResult:
-    """The tasks as structured content for the view, and as text for everyone else."""
+    """The tasks as structured content for the view, and as text for everyone else; both for people, so inert."""
+    entries = inert_values(entries)
     text = "\n".join(_entry_text(entry) for entry in entries) if entries else "No tasks yet."
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content={"tasks": entries}

@@ -1,4 +1,8 @@
-"""`mcp-subagents tasks list | show | tail | stop`: the tasks of a state directory, from the terminal."""
+"""`mcp-subagents tasks list | show | tail | stop`: the tasks of a state directory, from the terminal.
+
+Everything a model, a host or a project file wrote (descriptions, agent and tool names, answers, the output file) is
+printed inert: an escape sequence in it shows as `\\x1b` instead of acting on the terminal. `--json` is already
+inert: JSON escapes every character outside ASCII."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Any, TextIO
 from .control import ControlError, request_stop
 from .pricing import format_usd
 from .render import outcome_text
+from .render.inert import inert
 from .task_files import (
     TaskLookupError,
     TaskSnapshot,
@@ -90,13 +95,13 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
     rows = [columns] + [
         (
             s.task_id,
-            s.state,
-            s.header.agent,
+            _field(s.state),
+            _field(s.header.agent),
             str(s.turns),
             f"{s.tokens:,}",
             "-" if s.cost_usd is None else format_usd(s.cost_usd),
             _duration(s.elapsed_s),
-            s.header.description,
+            _field(s.header.description),
         )
         for s in snapshots
     ]
@@ -111,8 +116,8 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
     u = snapshot.usage
     cost = "tokens only (the model has no price)" if snapshot.cost_usd is None else format_usd(snapshot.cost_usd)
     lines = [
-        f"task {header.task_id}  ({header.agent}: {header.description})",
-        f"state: {snapshot.state}   owner: {header.owner}   model: {header.model or 'unknown'}",
+        f"task {header.task_id}  ({_field(header.agent)}: {_field(header.description)})",
+        f"state: {_field(snapshot.state)}   owner: {_field(header.owner)}   model: {_field(header.model or 'unknown')}",
         f"turns: {snapshot.turns}   tool uses: {snapshot.tool_uses}   tokens: {snapshot.tokens:,} "
         f"(input {u.input_tokens:,}, output {u.output_tokens:,}, cache write {u.cache_creation_tokens:,}, "
         f"cache read {u.cache_read_tokens:,})   cost: {cost}",
@@ -120,16 +125,16 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
         f"elapsed: {_duration(snapshot.elapsed_s)}",
     ]
     if header.resumed_from:
-        lines.append(f"resumed from: {header.resumed_from}")
+        lines.append(f"resumed from: {_field(header.resumed_from)}")
     if snapshot.current_tools:
-        lines.append(f"running now: {', '.join(snapshot.current_tools)}")
+        lines.append(f"running now: {', '.join(_field(tool) for tool in snapshot.current_tools)}")
     transcript = snapshot.path
     lines += [f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
     print("\n".join(lines), file=out)
     if snapshot.outcome is not None:
-        print(outcome_text(_record(snapshot, transcript), snapshot.outcome, max_chars=None), file=out)
+        print(inert(outcome_text(_record(snapshot, transcript), snapshot.outcome, max_chars=None)), file=out)
         return 1 if snapshot.outcome.is_error else 0
-    print(_read(output_path(transcript))[-4000:], file=out, end="")
+    print(inert(_read(output_path(transcript))[-4000:]), file=out, end="")
     return 0
 
 
@@ -140,12 +145,15 @@ def _tail(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
     offset = 0
     while True:
         snapshot = read_task(path)  # before reading the output: an end seen here means the output is complete
+        finished = snapshot is None or snapshot.finished
         text = _read(output)
-        if len(text) > offset:
-            out.write(text[offset:])
+        # A carriage return at the end may be the first half of a CRLF still being written: it waits for the rest.
+        end = len(text) if finished or not text.endswith("\r") else len(text) - 1
+        if end > offset:
+            out.write(inert(text[offset:end]))
             out.flush()
-            offset = len(text)
-        if snapshot is None or snapshot.finished:
+            offset = end
+        if finished:
             if snapshot is not None and snapshot.outcome is None:
                 print(f"\n[task {snapshot.task_id} was interrupted: its server is gone]", file=out)
             return 0 if snapshot is not None and snapshot.state == "completed" else 1
@@ -156,7 +164,7 @@ def _stop(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
     snapshot = _snapshot(state_dir, task_id)
     header = snapshot.header
     if snapshot.finished:
-        print(f"Task {header.task_id} ({header.description}) already ended: {snapshot.state}.", file=out)
+        print(f"Task {header.task_id} ({_field(header.description)}) already ended: {snapshot.state}.", file=out)
         return 0
     try:
         request_stop(state_dir, header.control, header.task_id)
@@ -168,7 +176,7 @@ def _stop(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
         ended = read_task(snapshot.path)
         if ended is not None and ended.finished:
             print(
-                f"Stopped task {header.task_id} ({header.description}) after {ended.turns} turn(s); "
+                f"Stopped task {header.task_id} ({_field(header.description)}) after {ended.turns} turn(s); "
                 f'continue it with Task resume: "{header.task_id}".',
                 file=out,
             )
@@ -196,6 +204,11 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return ""
+
+
+def _field(text: str) -> str:
+    """A one-line field of a task (a name, a description) as printed: inert, newlines included."""
+    return inert(text, one_line=True)
 
 
 def _duration(seconds: float) -> str:

@@ -1,5 +1,6 @@
 """What `run` and `serve` show a person at a terminal: a live status line, results written for reading, and a
-server that says what it is waiting for and stops on Ctrl-C."""
+server that says what it is waiting for and stops on Ctrl-C. What the model wrote (tool names, its answer, its
+progress lines) reaches the terminal inert (`render.inert`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .loop import ModelResponded, ToolFinished, ToolStarted, TurnStarted
 from .outcome import TaskOutcome
 from .pricing import format_usd
 from .render import denial_notes, describe_event, failure_message
+from .render.inert import inert
 from .task_record import TaskEvent, TaskRecord
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -58,13 +60,13 @@ class StatusLine:
         record = self._record
         progress = record.progress
         usage = progress.usage
-        parts = [f"{SPINNER[self._frame % len(SPINNER)]} {record.agent}"]
+        parts = [f"{SPINNER[self._frame % len(SPINNER)]} {inert(record.agent, one_line=True)}"]
         if progress.turn == 0:
             parts.append("starting")
         else:
             parts.append(f"turn {progress.turn}/{progress.max_turns}")
             if self._tool:
-                parts.append(self._tool)
+                parts.append(inert(self._tool, one_line=True))
             parts.append(f"{tokens_text(usage.total_tokens)} tokens")
             cost = record.cost_usd()
             if cost is not None:
@@ -98,7 +100,7 @@ class PlainProgress:
     async def on_event(self, event: TaskEvent) -> None:
         line = describe_event(event)
         if line:
-            self._out.write(line)
+            self._out.write(inert(line.rstrip("\n"), one_line=True) + "\n")
             self._out.flush()
 
 
@@ -116,7 +118,7 @@ def summary_line(record: TaskRecord, outcome: TaskOutcome) -> str:
 
 
 def person_report(record: TaskRecord, outcome: TaskOutcome) -> tuple[str, str]:
-    """(stdout, stderr) for a person: the agent's answer on stdout, how it went on stderr."""
+    """(stdout, stderr) for a person: the agent's answer on stdout, how it went on stderr; both inert."""
     notes = [summary_line(record, outcome)]
     if outcome.state == "completed":
         if outcome.stop == "max_turns":
@@ -131,7 +133,7 @@ def person_report(record: TaskRecord, outcome: TaskOutcome) -> tuple[str, str]:
         elif outcome.state == "stopped":
             notes.append(f"Stopped. Its output so far is in {record.output_path}.")
     notes += denial_notes(outcome.denials)
-    return answer, "\n".join(notes)
+    return inert(answer), inert("\n".join(notes))
 
 
 def resume_hint(record: TaskRecord) -> str:

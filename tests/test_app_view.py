@@ -18,6 +18,7 @@ from mcp_subagents.models.scripted import FunctionModel, text, tool_call
 from mcp_subagents.server import build_server
 from mcp_subagents.service import TaskArguments
 
+from .security.inert_support import HOSTILE, assert_inert
 from .support import MODES, make_settings, running_app, text_of
 
 pytestmark = pytest.mark.anyio
@@ -108,3 +109,20 @@ def test_our_constants_are_the_sdks() -> None:
     from mcp.server import apps
 
     assert (apps.EXTENSION_ID, apps.APP_MIME_TYPE) == (EXTENSION_ID, APP_MIME_TYPE)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_task_list_sends_a_hostile_tasks_text_inert(tmp_path: Path, mode: str) -> None:
+    # Before, TaskList carried the model's escape sequences, bidi overrides and zero-width characters as they were,
+    # for the view (and any host that shows its text) to draw.
+    async with running_app(make_settings(tmp_path), model=FunctionModel(lambda _r: text(HOSTILE))) as app:
+        async with Client(build_server(app), mode=mode, extensions=APPS) as client:  # pyright: ignore[reportArgumentType]
+            task = {"description": f"look {HOSTILE}", "prompt": "p", "subagent_type": "general-purpose"}
+            assert "\x1b]52;c;" in text_of(await client.call_tool("Task", task))  # what the host's model reads
+            listing = await client.call_tool("TaskList", {})
+    assert listing.structured_content is not None
+    (entry,) = listing.structured_content["tasks"]
+    assert entry["description"].startswith("look Done.\\x1b]52;c;")
+    assert_inert(entry["description"])
+    assert_inert("\n".join(entry["output"]))
+    assert_inert(text_of(listing))

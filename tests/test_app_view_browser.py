@@ -20,6 +20,7 @@ from mcp_subagents.models.scripted import FunctionModel
 from mcp_subagents.server import build_server
 
 from .browser_support import chromium_page, screenshot_path
+from .security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert
 from .support import make_settings, running_app, text_of
 
 pytestmark = pytest.mark.anyio
@@ -121,3 +122,56 @@ async def test_a_task_appears_updates_and_is_stopped_from_the_view(tmp_path: Pat
     assert traffic[:2] == ["ui/initialize", "ui/notifications/initialized"]
     record = app.tasks.get(task_id, principal="local")
     assert record.state == "stopped"
+
+
+def _raw_entry() -> dict[str, Any]:
+    """A task as a server that did not make text inert would send it: the view must not draw it raw either."""
+    return {
+        "task_id": "0123456789abcdef",
+        "agent": "helper\u202e",
+        "description": f"raw {HOSTILE}",
+        "state": "running",
+        "turn": 1,
+        "max_turns": 5,
+        "current_tools": [HOSTILE_TOOL],
+        "tokens": 10,
+        "cost_usd": None,
+        "elapsed_s": 1.0,
+        "queue_position": None,
+        "output": [HOSTILE],
+    }
+
+
+async def test_a_hostile_tasks_text_is_shown_inert_in_the_view(tmp_path: Path) -> None:
+    # Before, the view drew the model's bidi overrides, zero-width characters and escape sequences as they were:
+    # "file\u202etxt.exe" read as "fileexe.txt", and hidden characters went unseen.
+    async def respond(request: ModelRequest) -> ModelResponse:
+        usage = Usage(input_tokens=10, output_tokens=5)
+        return ModelResponse(parts=(TextPart(text=HOSTILE),), stop_reason="end_turn", usage=usage)
+
+    settings = make_settings(tmp_path, model="claude-sonnet-4-6")
+    apps = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
+    async with running_app(settings, model=FunctionModel(respond)) as app:
+        async with Client(build_server(app), mode="auto", extensions=apps) as client:  # pyright: ignore[reportArgumentType]
+            html = getattr((await client.read_resource(VIEW_URI)).contents[0], "text", "")
+            task = {"description": f"look {HOSTILE}", "prompt": "go", "subagent_type": "general-purpose"}
+            assert "\x1b]52;c;" in text_of(await client.call_tool("Task", task))  # the host's model reads it as written
+
+            async def mcp_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+                result = json.loads((await client.call_tool(name, arguments)).model_dump_json(by_alias=True))
+                if name == "TaskList":
+                    result["structuredContent"]["tasks"].append(_raw_entry())
+                return result
+
+            async with chromium_page(width=760, height=600) as page:
+                await page.expose_function("mcpCall", mcp_call)
+                await page.set_content(HOST_PAGE)
+                await page.evaluate("html => window.loadView(html)", html)
+                view = page.frame_locator("#view")
+                await view.locator("section.task").nth(1).wait_for(timeout=15_000)
+                served, raw = view.locator("section.task").nth(0), view.locator("section.task").nth(1)
+                served_text, raw_text = await served.inner_text(), await raw.inner_text()
+    assert "look Done.\\x1b]52;c;" in served_text
+    assert_inert(served_text)
+    assert "helper\\u202e" in raw_text and "Read\\x1b]52;c;aGk=\\x07\\u202e" in raw_text
+    assert_inert(raw_text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -19,6 +19,7 @@ from mcp_subagents.service import Subagents, TaskArguments
 from mcp_subagents.task_files import find_task
 
 from .dashboard_support import client, served_dashboard
+from .security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert
 from .support import make_settings, running_app
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +195,53 @@ async def test_the_commands_print_the_secret_address_and_serve_the_state_directo
         with anyio.fail_after(20):
             await process.wait()
     assert process.returncode == 0
+
+
+class HostileScript:
+    """A model that calls a tool whose name it made up, with hostile arguments, then answers with hostile text and
+    a lone surrogate."""
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:
+        if len(request.messages) == 1:
+            call = ToolCall(id="c1", name=HOSTILE_TOOL, arguments={"file_path": "notes\u202e.md\x1b[8m"})
+            return ModelResponse(parts=(TextPart(text=HOSTILE), call), stop_reason="tool_use", usage=USAGE)
+        return ModelResponse(parts=(TextPart(text=HOSTILE + " \ud800"),), stop_reason="end_turn", usage=USAGE)
+
+
+async def test_the_api_sends_a_hostile_tasks_text_inert(tmp_path: Path) -> None:
+    # Before, the model's escape sequences, bidi overrides and zero-width characters went out as they were (the
+    # page drew them), and a lone surrogate in the transcript made the task's page answer 500.
+    settings = make_settings(tmp_path, model="claude-sonnet-4-6")
+    async with running_app(settings, model=FunctionModel(HostileScript())) as app, served_dashboard(app) as dashboard:
+        record = app.launch(TaskArguments(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.done.wait()
+        async with client(dashboard) as api:
+            listed = await api.get("/api/tasks")
+            detail = await api.get(f"/api/tasks/{record.id}")
+            streamed: Any = None
+            async with api.stream("GET", f"/api/tasks/{record.id}/events") as response:
+                async for name, data in events(response):
+                    if name == "items":
+                        streamed = data
+                        break
+    assert listed.status_code == 200 and detail.status_code == 200
+    for answer in (listed.json(), detail.json(), streamed):
+        assert_inert("\n".join(_strings(answer)))
+    items = detail.json()["items"]
+    assistant = next(item for item in items if item["kind"] == "assistant")
+    assert assistant["tool_calls"][0]["name"] == "Read\\x1b]52;c;aGk=\\x07\\u202e"
+    assert assistant["tool_calls"][0]["arguments"] == {"file_path": "notes\\u202e.md\\x1b[8m"}
+    assert items[-1]["text"].count("\\ud800") == 1
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value, keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        pairs = cast("dict[str, Any]", value).items()
+        return [text for key, item in pairs for text in (key, *_strings(item))]
+    if isinstance(value, list):
+        return [text for item in cast("list[Any]", value) for text in _strings(item)]
+    return []

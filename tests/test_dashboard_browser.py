@@ -4,6 +4,7 @@ continues it, and model-written text stays text (no script runs)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ from mcp_subagents.service import TaskArguments
 
 from .browser_support import chromium_page, screenshot_path
 from .dashboard_support import served_dashboard
+from .security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert
 from .support import make_settings, running_app
 
 pytestmark = pytest.mark.anyio
@@ -113,3 +115,62 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
             assert XSS in await page.locator(".item.assistant pre").first.inner_text()
             assert await page.evaluate("window.pwned") is None
             assert await page.locator("img").count() == 0
+
+
+def _raw_row(task_id: str) -> dict[str, object]:
+    """A task row as an API that did not make text inert would send it: the page must not draw it raw either."""
+    return {
+        "task_id": task_id,
+        "state": "running",
+        "agent": "helper\u202e",
+        "description": f"raw {HOSTILE}",
+        "owner": "local",
+        "created": 1_700_000_000,
+        "turns": 1,
+        "tokens": 10,
+        "cost_usd": None,
+        "elapsed_s": 1.0,
+        "current_tools": [HOSTILE_TOOL],
+    }
+
+
+async def test_a_hostile_tasks_text_is_shown_inert_in_the_page(tmp_path: Path) -> None:
+    # Before, the page drew the model's bidi overrides, zero-width characters and escape sequences as they were:
+    # "file\u202etxt.exe" read as "fileexe.txt", and a tool the model named with hidden characters looked harmless.
+    async def respond(request: ModelRequest) -> ModelResponse:
+        if len(request.messages) == 1:
+            return reply(HOSTILE, (HOSTILE_TOOL, {"file_path": "notes\u202e.md"}))
+        return reply(f"Answer: {HOSTILE}", tokens=2)
+
+    settings = make_settings(tmp_path, model="claude-sonnet-4-6")
+    async with running_app(settings, model=FunctionModel(respond)) as app, served_dashboard(app) as dashboard:
+        record = app.launch(TaskArguments(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.done.wait()
+        async with chromium_page(width=1200, height=900) as page:
+            await page.goto(dashboard.access.url)
+            row = page.locator(f'tr[data-task-id="{record.id}"]')
+            await row.wait_for(timeout=10_000)
+            listed = await row.inner_text()
+            await row.click()
+            await page.locator(".item.end.completed").wait_for(timeout=10_000)
+            shown = await page.locator("#view").inner_text()
+            raw_id = "f" * 32
+            await page.route(
+                "**/api/events*",
+                lambda route: route.fulfill(
+                    status=200,
+                    content_type="text/event-stream",
+                    body=f"event: tasks\ndata: {json.dumps({'tasks': [_raw_row(raw_id)]})}\n\n",
+                ),
+            )
+            await page.goto(dashboard.access.url)
+            raw_row = page.locator(f'tr[data-task-id="{raw_id}"]')
+            await raw_row.wait_for(timeout=10_000)
+            raw_listed = await raw_row.inner_text()
+    assert "look Done.\\x1b]52;c;" in listed
+    assert_inert(listed)
+    assert "Read\\x1b]52;c;aGk=\\x07\\u202e" in shown and "notes\\\\u202e.md" in shown  # the call, as JSON
+    assert_inert(shown)
+    assert "helper\\u202e" in raw_listed and "Read\\x1b]52;c;aGk=\\x07\\u202e" in raw_listed
+    assert_inert(raw_listed)

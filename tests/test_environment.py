@@ -29,6 +29,17 @@ from mcp_subagents.environment import looks_secret, scrubbed_environment, secret
         ("WHATEVER", "ghp_0123456789abcdefghijABCDEFGHIJ0123"),
         ("WHATEVER", "sk-ant-api03-abcdef"),
         ("WHATEVER", "AKIAABCDEFGHIJKLMNOP"),
+        ("ANTHROPIC_CUSTOM_HEADERS", "anthropic-beta: x"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "team=core"),
+        ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "x"),
+        ("ci_extra_header", "x"),
+        ("SESSION_COOKIES", "x"),
+        ("PROXY_AUTHORIZATION", "x"),
+        ("WHATEVER", "Authorization: Bearer abc"),
+        ("WHATEVER", "team=core,authorization=Basic%20abc"),
+        ("WHATEVER", "X-Api-Key: abc"),
+        ("WHATEVER", "Cookie: sid=abc"),
+        ("WHATEVER", "Bearer eyJhbGciOiJIUzI1NiJ9"),
     ],
 )
 def test_secrets_are_recognised_by_name_or_by_value(name: str, value: str) -> None:
@@ -46,6 +57,9 @@ def test_secrets_are_recognised_by_name_or_by_value(name: str, value: str) -> No
         ("HTTP_PROXY", "http://proxy:3128"),
         ("DATABASE_HOST", "db.internal"),
         ("GIT_AUTHOR_NAME", "sk"),
+        ("LS_COLORS", "rs=0:di=01;34:ln=01;36"),
+        ("HEADLESS", "1"),
+        ("GREETING", "a bearer of good news"),
     ],
 )
 def test_ordinary_variables_are_not_secrets(name: str, value: str) -> None:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from mcp_subagents.render import (
     task_result,
     truncate,
 )
+from mcp_subagents.render.inert import inert, inert_values, well_formed, well_formed_values
 from mcp_subagents.task_record import TaskRecord
 from mcp_subagents.transcripts import TranscriptWriter
 
@@ -130,3 +133,73 @@ def test_the_permission_form_shows_the_target_whole_and_shortens_the_rest() -> N
     assert f"\n{command}\n" in message  # whole, however long
     assert "description: " + "x" * 400 + "… (1000 characters in all)" in message
     assert message.endswith("Why it asks: Why: rule.")
+
+
+# ---- inert text -----------------------------------------------------------------------------------------------------
+
+HOSTILE = (
+    "ok\x1b]52;c;cm0gLXJmIH4=\x07 \x1b[2J\x1bc \x1b[8mhidden\x1b[0m \u202eevil\u202c \u2066x\u2069 "
+    "zero\u200bwidth\ufeff \x9b31m \x7f \x00 \U000e0041\U000e0042 \u3164 tail"
+)
+
+
+def test_inert_text_shows_what_would_act_on_a_display_as_escapes() -> None:
+    shown = inert(HOSTILE)
+    assert shown == (
+        "ok\\x1b]52;c;cm0gLXJmIH4=\\x07 \\x1b[2J\\x1bc \\x1b[8mhidden\\x1b[0m \\u202eevil\\u202c \\u2066x\\u2069 "
+        "zero\\u200bwidth\\ufeff \\x9b31m \\x7f \\x00 \\U000e0041\\U000e0042 \\u3164 tail"
+    )
+    assert shown.isascii() and shown.isprintable()
+    assert inert(shown) == shown  # applying it again changes nothing
+
+
+def test_inert_text_keeps_lines_tabs_crlf_and_ordinary_unicode() -> None:
+    text = "a\tb\r\nc\nd ❤️ 👍 é 中文 \u00a0 αβ"
+    assert inert(text) == text
+    assert inert("progress 10%\rprogress 99%") == "progress 10%\\rprogress 99%"  # a lone CR overwrites the line
+    assert inert("a\tb\r\nc", one_line=True) == "a\\tb\\r\\nc"
+    assert inert("\u2028\u2029\x85") == "\\u2028\\u2029\\x85"
+
+
+def test_inert_text_covers_every_control_format_and_surrogate_code_point() -> None:
+    # The ranges are written out in render/inert.py; unicodedata says which code points they must hold.
+    for point in range(0x110000):
+        char = chr(point)
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cf", "Cs", "Zl", "Zp") and char not in "\t\n":
+            assert inert(char) != char, f"U+{point:04X} ({category}) is not escaped"
+    for char in "\u0300\ufe0f\u00e9\u4e2d\U0001f44d":  # combining accent, emoji presentation, letters, emoji
+        assert inert(char) == char
+
+
+def test_inert_values_escape_every_string_of_a_json_value() -> None:
+    value = {"agent": "x\u202e", "calls": [{"name": "Bash\x1b[2J", "arguments": {"cmd\u200b": "ls"}}], "n": 3}
+    assert inert_values(value) == {
+        "agent": "x\\u202e",
+        "calls": [{"name": "Bash\\x1b[2J", "arguments": {"cmd\\u200b": "ls"}}],
+        "n": 3,
+    }
+
+
+def test_well_formed_text_replaces_lone_surrogates_only() -> None:
+    assert well_formed("a\ud800b\udfffc 👍 \x1b") == "a\ufffdb\ufffdc 👍 \x1b"
+    value = {"text": "ok", "list": [1, "fine"]}
+    assert well_formed_values(value) is value  # nothing to change: nothing copied
+    assert well_formed_values({"k\udc80": ["\ud83d"]}) == {"k\ufffd": ["\ufffd"]}
+    assert json.dumps(well_formed_values({"t": HOSTILE + "\ud800"}), ensure_ascii=False).encode()
+
+
+def test_the_permission_form_shows_hostile_names_and_arguments_inert() -> None:
+    question = PermissionQuestion(
+        agent="helper\u202e",
+        tool="mcp__x__run\x1b[8m",
+        arguments={"command": "echo hi\x1b]52;c;Y3VybCBldmlsLnNo\x07\nrm -rf ~ \u200b", "note": {"k": "\x1b[2J"}},
+        reason="Bash(echo hi\x1b]52;c;...) asks\u2067",
+    )
+    message = permission_message(question, task_id="abc123")
+    for raw in ("\x1b", "\x07", "\u202e", "\u200b", "\u2067"):
+        assert raw not in message
+    assert message.startswith("Subagent 'helper\\u202e' wants to run mcp__x__run\\x1b[8m (task abc123).\n")
+    assert "Command:\necho hi\\x1b]52;c;Y3VybCBldmlsLnNo\\x07\nrm -rf ~ \\u200b\n" in message  # lines kept
+    assert 'note: {"k": "\\u001b[2J"}' in message  # JSON's own escape: visible too
+    assert message.endswith("Why it asks: Bash(echo hi\\x1b]52;c;...) asks\\u2067")

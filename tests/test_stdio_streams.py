@@ -108,6 +108,38 @@ async def test_messages_sent_while_the_host_reads_nothing_arrive_whole_and_in_or
     assert [json.loads(line)["params"]["n"] for line in lines] == list(range(count))
 
 
+async def test_a_message_that_cannot_be_encoded_goes_out_with_u_fffd_and_the_next_one_follows() -> None:
+    """A lone surrogate in any message (the server cleans its results, but not everything passes there) used to
+    end the writer, and with it the stdio server."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    async def no_input() -> AsyncIterator[str]:
+        return
+        yield
+
+    with pipe() as (read_end, write_end), ExitStack() as stack:
+        writer = _nonblocking_writer(write_end, stack)
+        assert writer is not None
+        received = bytearray()
+        with anyio.fail_after(30):
+            async with _wire_streams(no_input(), writer) as (_, write_stream):
+                for text in ("half a pair \ud83d here", "fine"):
+                    message = types.JSONRPCNotification(
+                        jsonrpc="2.0", method="notifications/message", params={"data": {"t\udc80": text}}
+                    )
+                    await write_stream.send(SessionMessage(message))
+                await write_stream.aclose()
+                while received.count(b"\n") < 2:
+                    await anyio.wait_readable(read_end)
+                    received += os.read(read_end, 1 << 20)
+    lines = received.decode("utf-8").splitlines()
+    assert [json.loads(line)["params"]["data"] for line in lines] == [
+        {"t\ufffd": "half a pair \ufffd here"},
+        {"t\ufffd": "fine"},
+    ]
+
+
 async def test_a_socket_is_written_without_blocking_and_left_blocking() -> None:
     ours, theirs = socket.socketpair()
     with ours, theirs, ExitStack() as stack:

@@ -3,6 +3,11 @@
 rg runs with `--null` (every path followed by a NUL byte, so paths are exact) and without `--sort path`, which would
 make it search with one thread: content and count results are sorted here in the same order, and files are listed
 newest first. Lines are kept per file and only the page asked for is rendered.
+
+Content and count output is cut at newlines, and a file name may hold one: the pieces of such a name come as
+records without a NUL and are joined again before the path is looked at (see `LinesByFile.feed`), so that a
+hard-linked file named `x\nREADME.md` is checked under its own name, not under `README.md`. Every path rg prints
+starts with `./` or `/` (`SearchTarget`), so the context separator `--` is never the first piece of a name.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ class SearchTarget:
         if target == cwd:
             return cls(".", "./", prefix)
         if target.is_relative_to(cwd):
-            return cls(str(target.relative_to(cwd)), "", prefix)
+            return cls(f"./{target.relative_to(cwd)}", "./", prefix)
         return cls(str(target), "", "")
 
     def absolute_all(self, paths: list[str]) -> list[str]:
@@ -167,6 +172,8 @@ class GrepResults:
 
 
 _CONTEXT_LINE = re.compile(r"\d+-")
+CONTEXT_SEPARATOR = "--"
+"""What rg prints between groups of context lines (rg runs with --no-config: always its default)."""
 
 
 class LinesByFile:
@@ -189,6 +196,8 @@ class LinesByFile:
         """The path of the file rg is printing, as rg printed it."""
         self._pending = 0
         """Separators seen since the last line with a path."""
+        self._broken: list[str] | None = None
+        """The pieces so far of a path that holds newlines, when rg is printing one."""
         self._skipped: set[str] = set()
         self._separator: str | None = None
         self.results = GrepResults([], set())
@@ -201,13 +210,19 @@ class LinesByFile:
         readable, stat_of, is_regular = self._readable, os.stat, S_ISREG
         cut, prefix = self._target.cut, self._target.prefix
         cut_length = len(cut)
+        broken = self._broken
         for line in records:
             path, nul, rest = line.partition("\0")
             if not nul:
-                if line and printed_path is not None:
+                if broken is not None or line != CONTEXT_SEPARATOR:
+                    broken = [line] if broken is None else [*broken, line]  # a path holding a newline, cut there
+                elif printed_path is not None:
                     self._separator = line
                     pending += 1
-            elif path == printed_path:
+                continue
+            if broken is not None:
+                path, broken = "\n".join([*broken, path]), None
+            if path == printed_path:
                 if printed is not None:
                     if pending:
                         lines += [None] * pending
@@ -232,6 +247,7 @@ class LinesByFile:
                     if counted is not None and rest.isdigit():
                         counted += int(rest)
         self._printed, self._printed_path, self._pending, self._counted = printed, printed_path, pending, counted
+        self._broken = broken
 
     def finish(self) -> None:
         files, printed = self._files, self._printed

@@ -1,22 +1,40 @@
 "use strict";
 // The dashboard: the task list (#/) and one task's page (#/task/ID), kept live by server-sent events.
 // Every text that comes from a task is put in with textContent, never as HTML: it was written by a model.
+// And it is shown inert (`shown`): control, bidi and invisible characters appear as escapes such as \u202e.
 (() => {
   const token = document.querySelector('meta[name="dashboard-token"]').content;
   history.replaceState(null, "", location.pathname + location.hash);  // the secret leaves the address bar
   const view = document.getElementById("view");
   let stream = null;
 
+  // The same characters as the server's render/inert.py: C0 but tab and newline (a CR only outside CRLF), DEL,
+  // C1, format characters (bidi, zero-width, tags...), line and paragraph separators, the other default-ignorable
+  // code points but the emoji variation selectors, and lone surrogates.
+  const NOT_INERT = new RegExp("[\\0-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f\\xad\\u034f\\u0600-\\u0605\\u061c\\u06dd" +
+    "\\u070f\\u0890\\u0891\\u08e2\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u2028-\\u202e" +
+    "\\u2060-\\u206f\\u3164\\ud800-\\udfff\\ufeff\\uffa0\\ufff0-\\ufffb\\u{110bd}\\u{110cd}\\u{13430}-\\u{1343f}" +
+    "\\u{1bca0}-\\u{1bca3}\\u{1d173}-\\u{1d17a}\\u{e0000}-\\u{e0fff}]|\\r(?!\\n)", "gu");
+  function shown(text) {
+    return String(text).replace(NOT_INERT, (char) => {
+      if (char === "\r") return "\\r";
+      const point = char.codePointAt(0);
+      const hex = point.toString(16);
+      if (point < 0x100) return "\\x" + hex.padStart(2, "0");
+      return point < 0x10000 ? "\\u" + hex.padStart(4, "0") : "\\U" + hex.padStart(8, "0");
+    });
+  }
+
   function el(tag, attributes, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attributes || {})) {
       if (key === "class") node.className = value;
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value);
+      else node.setAttribute(key, key === "title" ? shown(value) : value);
     }
     for (const child of children) {
       if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      node.append(child instanceof Node ? child : document.createTextNode(shown(child)));
     }
     return node;
   }
@@ -118,8 +136,8 @@
   function fact(label, value) { return el("div", { class: "fact" }, el("span", {}, label), el("b", {}, value)); }
 
   function renderSummary(task, title, facts, actions) {
-    document.getElementById("summary").textContent = task.task_id;
-    title.replaceChildren(task.agent, badge(task.state), el("span", { class: "muted" }, task.description));
+    document.getElementById("summary").textContent = shown(task.task_id);
+    title.replaceChildren(shown(task.agent), badge(task.state), el("span", { class: "muted" }, task.description));
     facts.replaceChildren(
       fact("turns", String(task.turns)),
       fact("tool uses", String(task.tool_uses)),
@@ -137,7 +155,7 @@
         stop.disabled = true;
         stop.textContent = "Stopping…";
         try { await post(`/api/tasks/${task.task_id}/stop`); }
-        catch (error) { message.textContent = error.message; stop.disabled = false; stop.textContent = "Stop"; }
+        catch (error) { message.textContent = shown(error.message); stop.disabled = false; stop.textContent = "Stop"; }
       } }, "Stop");
       actions.replaceChildren(stop, message);
     } else {
@@ -148,7 +166,7 @@
         try {
           const started = await post(`/api/tasks/${task.task_id}/resume`, { prompt: prompt.value });
           location.hash = "#/task/" + started.task_id;
-        } catch (error) { message.textContent = error.message; resume.disabled = false; }
+        } catch (error) { message.textContent = shown(error.message); resume.disabled = false; }
       } }, "Resume");
       actions.replaceChildren(prompt, resume, message);
     }

@@ -318,6 +318,18 @@ async def test_grep_treats_a_leading_dash_as_part_of_the_pattern(call: CallTool,
     assert await call("Grep", {"pattern": "--verbose"}) == f"Found 1 file\n{workdir / 'f.txt'}"
 
 
+async def test_grep_shows_a_file_whose_name_holds_newlines_under_its_whole_name(call: CallTool, workdir: Path) -> None:
+    # rg's content output is cut at newlines: the name's pieces are joined again, separators and all.
+    put(workdir, "plain.txt", "x\nMATCH\n")
+    put(workdir, "odd\n--\nname.txt", "MATCH\ny\n")
+    put(workdir, "--\nsub/f.txt", "MATCH\n")
+    odd, plain, sub = workdir / "odd\n--\nname.txt", workdir / "plain.txt", workdir / "--\nsub/f.txt"
+    result = await call("Grep", {"pattern": "MATCH", "output_mode": "content", "-C": 1})
+    assert result == f"{sub}:1:MATCH\n--\n{odd}:1:MATCH\n{odd}-2-y\n--\n{plain}-1-x\n{plain}:2:MATCH"
+    counts = await call("Grep", {"pattern": "MATCH", "output_mode": "count", "path": "--\nsub"})
+    assert counts.startswith(f"{sub}:1\n")
+
+
 async def test_grep_shortens_huge_lines(call: CallTool, workdir: Path) -> None:
     put(workdir, "min.js", "var a=1;" * 5000 + "needle" + "\n")
     result = await call("Grep", {"pattern": "var", "output_mode": "content"})
