@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeAlias, cast
 
 import anyio
 
@@ -15,9 +15,11 @@ from .errors import ModelRefusalError, PromptTooLongError, RunError, StopRunErro
 from .hook_points import HookPermission, RunHooks
 from .messages import (
     AssistantMessage,
+    AssistantPart,
     JsonObject,
     Message,
     TextPart,
+    ThinkingPart,
     ToolCall,
     ToolDefinition,
     ToolResult,
@@ -28,6 +30,7 @@ from .messages import (
 from .models.base import Model, ModelRequest, ModelResponse
 from .models.effort import EffortLevel
 from .tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text
+from .well_formed import well_formed, well_formed_values
 
 logger = logging.getLogger(__name__)
 
@@ -320,8 +323,22 @@ async def _compact(
 
 
 def _assistant_message(response: ModelResponse) -> AssistantMessage:
-    parts = tuple(p for p in response.parts if not (isinstance(p, TextPart) and not p.text))
+    parts = tuple(_well_formed_part(p) for p in response.parts if not (isinstance(p, TextPart) and not p.text))
     return AssistantMessage(parts=parts)
+
+
+def _well_formed_part(part: AssistantPart) -> AssistantPart:
+    """The part without lone surrogates, which no later request, transcript or result could encode. A provider's
+    own block goes back to it as it came."""
+    if isinstance(part, TextPart | ThinkingPart):
+        text = well_formed(part.text)
+        return part if text is part.text else replace(part, text=text)
+    if isinstance(part, ToolCall):
+        name, arguments = well_formed(part.name), well_formed_values(part.arguments)
+        if name is part.name and arguments is part.arguments:
+            return part
+        return replace(part, name=name, arguments=cast(JsonObject, arguments))
+    return part
 
 
 def _raise_for_stop(response: ModelResponse) -> None:

@@ -31,6 +31,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
+from ..well_formed import well_formed, well_formed_values
+
+__all__ = ["inert", "inert_values", "well_formed", "well_formed_values"]
+
 _HIDDEN = (
     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad"
     "\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
@@ -42,7 +46,6 @@ _HIDDEN = (
 )
 _NOT_INERT = re.compile(f"[{_HIDDEN}\r]")
 _NOT_INERT_ON_ONE_LINE = re.compile(f"[{_HIDDEN}\t\n\r]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -84,37 +87,3 @@ def inert_values(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [inert_values(item) for item in cast("list[object]", value)]
     return value
-
-
-def well_formed(text: str) -> str:
-    """`text` with each lone surrogate replaced by U+FFFD, so that it can be encoded as UTF-8."""
-    if text.isascii() or _LONE_SURROGATE.search(text) is None:
-        return text
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def well_formed_values(value: Any) -> Any:
-    """A JSON-like value with `well_formed` applied to every string in it (keys too). The value itself when no
-    string needed it: the common case copies nothing."""
-    cleaned, _ = _well_formed(value)
-    return cleaned
-
-
-def _well_formed(value: object) -> tuple[object, bool]:
-    """The cleaned value, and whether anything in it changed."""
-    if isinstance(value, str):
-        cleaned = well_formed(value)
-        return cleaned, cleaned is not value
-    if isinstance(value, Mapping):
-        mapping = cast("Mapping[object, object]", value)
-        pairs = [(_well_formed(key), _well_formed(item)) for key, item in mapping.items()]
-        if not any(key[1] or item[1] for key, item in pairs):
-            return mapping, False
-        return {key[0]: item[0] for key, item in pairs}, True
-    if isinstance(value, list | tuple):
-        sequence = cast("list[object]", value)
-        elements = [_well_formed(item) for item in sequence]
-        if not any(changed for _, changed in elements):
-            return sequence, False
-        return [element for element, _ in elements], True
-    return value, False

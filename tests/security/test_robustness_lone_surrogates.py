@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.fakes.fake_llm import FakeLLM, text, turn
+from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 
 from .http_harness import mcp_client, server_process
 from .server import TASK, Scene, make_scene, run_task
@@ -49,7 +49,7 @@ async def test_a_lone_surrogate_in_an_answer_leaves_the_stdio_server_serving(tmp
         rest = await server.close()
     messages = _all_valid_json([*server.stdout_lines, *rest.splitlines()])
     logged = [m["params"]["data"]["event"] for m in messages if m.get("method") == "notifications/message"]
-    assert any("half of a pair \\ud83d, a lone low \\udfff and \\ud800 alone" in event for event in logged)
+    assert any("half of a pair \ufffd, a lone low \ufffd and \ufffd alone" in event for event in logged)
 
 
 async def test_tasks_show_list_and_tail_print_such_a_task(tmp_path: Path, fake: FakeLLM) -> None:
@@ -62,7 +62,7 @@ async def test_tasks_show_list_and_tail_print_such_a_task(tmp_path: Path, fake: 
         assert done.returncode == 0, done.stderr.decode(errors="replace")
         shown = done.stdout.decode("utf-8")  # strictly: what reached the terminal is valid UTF-8
         if args[0] != "list":
-            assert "\\ud83d" in shown and "\\udfff" in shown and "\\ud800" in shown
+            assert "half of a pair \ufffd, a lone low \ufffd and \ufffd alone" in shown
 
 
 @pytest.mark.parametrize(
@@ -79,3 +79,14 @@ async def test_a_lone_surrogate_in_an_answer_reaches_an_http_host_as_text(
                 result = await client.call_tool("Task", TASK)
             assert expected in "".join(getattr(block, "text", "") for block in result.content)
         assert "Traceback" not in "".join(process.stderr)
+
+
+async def test_a_task_whose_answer_holds_one_goes_on_to_its_next_turn(tmp_path: Path, fake: FakeLLM) -> None:
+    """The answer's text goes back to the model in the next request: it must be encodable there too."""
+    scene = make_scene(tmp_path, fake, sandbox="off")
+    (scene.work / "notes.txt").write_text("hello\n")
+    result, server = await run_task(scene, fake, turn(text(ANSWER), tool_use("Read", {"file_path": "notes.txt"})))
+    await server.close()
+    assert "<task_result" in result and "done" in result
+    follow_up = json.dumps(fake.requests[-1]["body"]["messages"], ensure_ascii=False)
+    assert "half of a pair \ufffd" in follow_up and "hello" in follow_up
