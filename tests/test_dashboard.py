@@ -232,7 +232,7 @@ async def test_the_api_sends_a_hostile_tasks_text_inert(tmp_path: Path) -> None:
     assistant = next(item for item in items if item["kind"] == "assistant")
     assert assistant["tool_calls"][0]["name"] == "Read\\x1b]52;c;aGk=\\x07\\u202e"
     assert assistant["tool_calls"][0]["arguments"] == {"file_path": "notes\\u202e.md\\x1b[8m"}
-    assert items[-1]["text"].count("\\ud800") == 1
+    assert " \ufffd</task_result>" in items[-1]["text"]  # the loop made the lone surrogate U+FFFD as it came in
 
 
 def _strings(value: Any) -> list[str]:
