@@ -22,7 +22,7 @@ from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_age
 from .outcome import ServerProblem
 from .task_record import TaskRecord
 from .tools.base import Tool
-from .trust import PROJECT_SOURCES
+from .trust import untrusted_source
 from .worktrees import Worktree, create_worktree, finish_worktree
 
 if TYPE_CHECKING:
@@ -138,13 +138,22 @@ class Extender:
         claude_settings = app.run_settings(place.project)
         trusted = app.trust.is_trusted(place.project)
         why_untrusted = app.trust.why_untrusted(place.project)
+        file_home = untrusted_source(app.trust, definition, place.project)
+        file_why = None if file_home is None else app.trust.why_untrusted(file_home)
         extensions = Extensions(claude_settings=claude_settings)
         if definition.mcp_servers:
-            await self._start_servers(extensions, place, claude_settings, held, trusted=trusted, why=why_untrusted)
+            servers_trusted, why = trusted and file_why is None, file_why or why_untrusted
+            await self._start_servers(extensions, place, claude_settings, held, trusted=servers_trusted, why=why)
         nested = self._nested_task_tool(roots, place)
         if nested is not None:
             extensions.tools[NESTED_TOOL_NAME] = nested
-        run_hooks = hooks_for_run(claude_settings, definition, project_trusted=trusted, why_untrusted=why_untrusted)
+        run_hooks = hooks_for_run(
+            claude_settings,
+            definition,
+            project_trusted=trusted,
+            why_untrusted=why_untrusted,
+            agent_file_untrusted=file_why,
+        )
         for problem in run_hooks.problems:
             app.warn_once(f"hooks: {problem}")
         if run_hooks.hooks:
@@ -174,7 +183,7 @@ class Extender:
             environ=app.environ,
             project=place.project,
             trusted=lambda: trusted,
-            definition_trusted=definition.source not in PROJECT_SOURCES,
+            definition_trusted=untrusted_source(app.trust, definition, place.project) is None,
             why_untrusted=why,
         )
         toolbox = await held.enter_async_context(
@@ -204,7 +213,7 @@ class Extender:
             agent_transcript_path=app.tasks.transcript_path(record.id),
             cwd=place.cwd,
             project_dir=place.project,
-            permission_mode=app.agent_mode(definition, claude_settings),
+            permission_mode=app.agent_mode(definition, claude_settings, place.project),
             effort=effort,
             env=app.tool_environment(),
             home=Path(app.environ.get("HOME") or Path.home()),

@@ -39,7 +39,7 @@ from .redaction import Redactor
 from .settings import Settings
 from .state import prepare_state_dir
 from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, builtin_tools
-from .trust import ProjectTrust
+from .trust import ProjectTrust, untrusted_source, without_plugin_extras
 
 # The task engine (the manager, the loop, the conversation model, transcripts, prices) loads when a task first needs
 # it, or in the warm-up after the host first lists the tools: not on the way to that first answer.
@@ -285,6 +285,8 @@ class Subagents:
         self._untrusted_settings: tuple[ClaudeSettings, ClaudeSettings] | None = None
         """The last snapshot loaded for an untrusted project, and what a run obeys of it."""
         self._policies: dict[tuple[object, ...], tuple[ClaudeSettings, AgentDefinition, PermissionPolicy]] = {}
+        self._plugin_runs: dict[int, tuple[AgentDefinition, AgentDefinition]] = {}
+        """Plugin agents' definitions (by identity) and the ones their tasks run (`_as_it_runs`)."""
         if self.provider_name == "openai" and settings.model in MODEL_ALIASES:
             logger.warning(
                 "an OpenAI-compatible endpoint is configured but no model: Task refuses agents whose file names "
@@ -626,6 +628,7 @@ class Subagents:
             history = read_history(self.tasks.transcript_path(previous.id))
         else:
             definition = self.definition(args.subagent_type, catalog)
+        definition = self._as_it_runs(definition)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
         model_id = self._model_id(definition, args)  # an alias an OpenAI endpoint does not serve is refused now
@@ -648,6 +651,21 @@ class Subagents:
             budget=self._budget(definition),
             trace_meta=trace_meta,
         )
+
+    def _as_it_runs(self, definition: AgentDefinition) -> AgentDefinition:
+        """The definition a task runs: a plugin agent's without the fields Claude Code ignores in plugin agents (the
+        same object while the catalog keeps the file's, so what is cached on it is reused)."""
+        kept = self._plugin_runs.get(id(definition))
+        if kept is not None and kept[0] is definition:
+            return kept[1]
+        runs, warning = without_plugin_extras(definition)
+        if warning is None:
+            return definition
+        self.warn_once(warning)
+        if len(self._plugin_runs) >= _KEPT_POLICIES:
+            self._plugin_runs.clear()
+        self._plugin_runs[id(definition)] = (definition, runs)
+        return runs
 
     async def _run_task(
         self,
@@ -951,13 +969,23 @@ class Subagents:
                 self.warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
         return found
 
-    def agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings) -> str:
-        """The permission mode the agent runs in: the server's, narrowed (or widened) by the file's."""
-        from .permissions import effective_mode
+    def agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings, project: Path) -> str:
+        """The permission mode the agent runs in: the server's, narrowed (or widened, by Claude Code's rule) by the
+        file's. A file of a project nobody trusted may narrow it only."""
+        from .permissions import MODES, effective_mode, normalize_mode
 
         default_mode = claude_settings.default_mode
-        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
-        return effective_mode(server_mode, definition.permission_mode)
+        server_mode = normalize_mode(self.settings.permission_mode or (default_mode[0] if default_mode else None))
+        mode = effective_mode(server_mode, definition.permission_mode)
+        untrusted = untrusted_source(self.trust, definition, project)
+        if untrusted is None or MODES.index(mode) <= MODES.index(server_mode):
+            return mode
+        self.warn_once(
+            f"agent {definition.name} ({definition.path}): permissionMode: {definition.permission_mode} is ignored "
+            f"and it runs in {server_mode} mode: a project's agent file may only narrow the mode, and "
+            f"{self.trust.why_untrusted(untrusted)}"
+        )
+        return server_mode
 
     def _permission_policy(
         self,
@@ -970,7 +998,8 @@ class Subagents:
     ) -> PermissionPolicy:
         # Tasks launched together share one: every input is immutable, and the settings snapshot is the same object
         # while no settings file (drop-ins included) changed.
-        key = (id(claude_settings), id(definition), place, roots, extra_allow)
+        untrusted = untrusted_source(self.trust, definition, place.project)  # the file's mode counts once trusted
+        key = (id(claude_settings), id(definition), place, roots, extra_allow, untrusted)
         kept = self._policies.get(key)
         if kept is not None and kept[0] is claude_settings and kept[1] is definition:
             return kept[2]
@@ -1005,7 +1034,7 @@ class Subagents:
         worktree = place.inside_worktree
         return PermissionPolicy(
             cwd=cwd,
-            mode=self.agent_mode(definition, claude_settings),
+            mode=self.agent_mode(definition, claude_settings, place.project),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,
