@@ -264,10 +264,8 @@ class Extender:
                         await app.tasks.wait(child, NESTED_STOP_GRACE_S)
             outcome = child.outcome
             assert outcome is not None
-            if outcome.counts is not None:  # what a nested task used and spent counts in its parent's
+            if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
                 parent.resources.descendant_usage += outcome.counts.usage
-                if outcome.counts.cost_usd is not None:
-                    parent.resources.side_spend.cost_usd += outcome.counts.cost_usd
             text = outcome_text(child, outcome, max_chars=app.settings.max_result_chars)
             if outcome.state != "completed":
                 raise ToolError(text)

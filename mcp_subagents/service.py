@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .permissions.asking import Asker, Denial
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
-    from .pricing import PriceFiles
+    from .pricing import ModelPrice, PriceFiles
     from .sandbox import RunSandbox, SandboxConfig, SandboxRuntime
     from .task_record import Listener, TaskBudget, TaskObserver, TaskRecord
     from .tasks import TaskManager
@@ -608,24 +608,9 @@ class Subagents:
             TaskNotFoundError: `resume` names no task.
             SubagentsError: `resume` names a task that is still running, or one another agent ran.
         """
-        from .transcripts import read_history
-
         history: list[Message] = []
         if args.resume:
-            previous = self.tasks.get(args.resume, principal=principal)
-            if not previous.finished:
-                raise SubagentsError(
-                    f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
-                    "TaskStop before resuming it."
-                )
-            if args.subagent_type and args.subagent_type != previous.agent:  # none given (the CLI): the same
-                raise SubagentsError(
-                    f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
-                    f'agent, not {args.subagent_type}. Call Task again with subagent_type "{previous.agent}" to '
-                    f"resume it, or without resume to start a new {args.subagent_type} task."
-                )
-            definition = self.definition(previous.agent, catalog)
-            history = read_history(self.tasks.transcript_path(previous.id))
+            definition, history = self._resumed(args.resume, args.subagent_type, principal, catalog)
         else:
             definition = self.definition(args.subagent_type, catalog)
         definition = self._as_it_runs(definition)
@@ -637,6 +622,7 @@ class Subagents:
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             return await self._run_task(definition, args, roots, history, record, listener, place)
 
+        budget = self._budget(definition, parent)
         return self.tasks.start(
             agent=definition.name,
             description=args.description,
@@ -647,10 +633,35 @@ class Subagents:
             owner=principal,
             parent=parent,
             model=model_id,
-            price=self.prices.table().price(model_id),
-            budget=self._budget(definition),
+            price=self._price(model_id, budget),
+            budget=budget,
+            turns=args.max_turns,
             trace_meta=trace_meta,
         )
+
+    def _resumed(
+        self, task_id: str, agent: str, principal: str, catalog: Catalog | None
+    ) -> tuple[AgentDefinition, list[Message]]:
+        """The agent and the conversation of the finished task `task_id`, which `agent` (when given) must have run.
+
+        Raises:
+            TaskNotFoundError, UnknownAgentError, SubagentsError: as `launch` says.
+        """
+        from .transcripts import read_history
+
+        previous = self.tasks.get(task_id, principal=principal)
+        if not previous.finished:
+            raise SubagentsError(
+                f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
+                "TaskStop before resuming it."
+            )
+        if agent and agent != previous.agent:  # none given (the CLI): the same
+            raise SubagentsError(
+                f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
+                f'agent, not {agent}. Call Task again with subagent_type "{previous.agent}" to '
+                f"resume it, or without resume to start a new {agent} task."
+            )
+        return self.definition(previous.agent, catalog), read_history(self.tasks.transcript_path(previous.id))
 
     def _as_it_runs(self, definition: AgentDefinition) -> AgentDefinition:
         """The definition a task runs: a plugin agent's without the fields Claude Code ignores in plugin agents (the
@@ -896,8 +907,9 @@ class Subagents:
             return definition.name
         return f"{definition.name} (launched by {' < '.join(r.agent for r in lineage[1:])})"
 
-    def _budget(self, definition: AgentDefinition) -> TaskBudget | None:
-        """The lower of `--max-budget-usd` and the agent's `maxBudgetUsd`, and where it was set."""
+    def _budget(self, definition: AgentDefinition, parent: TaskRecord | None) -> TaskBudget | None:
+        """The lowest of `--max-budget-usd`, the agent's `maxBudgetUsd` and, for a nested task, what remains of each
+        ancestor's own budget; and where it was set."""
         from .task_record import TaskBudget
 
         candidates = [
@@ -908,7 +920,18 @@ class Subagents:
             )
             if usd is not None
         ]
+        for holder in self.tasks.lineage(parent) if parent is not None else ():
+            budget = holder.budget
+            if budget is not None and budget.holder is None:
+                left = max(budget.usd - (holder.cost_usd() or 0.0), 0.0)
+                candidates.append(TaskBudget(usd=left, source=budget.source, holder=holder.id))
         return min(candidates, key=lambda budget: budget.usd, default=None)
+
+    def _price(self, model_id: str, budget: TaskBudget | None) -> ModelPrice | None:
+        """The model's price; under a budget, a model without one counts at the dearest price known."""
+        table = self.prices.table()
+        price = table.price(model_id)
+        return table.ceiling() if price is None and budget is not None else price
 
     def _model_access(self, model: Model, model_id: str, record: TaskRecord) -> ModelAccess | None:
         """What WebFetch and WebSearch may ask of the provider (priced into the task's cost); None for scripted
@@ -923,7 +946,9 @@ class Subagents:
         fast = resolve_model_id(
             task_model="haiku", definition_model=None, default_model=default, provider=model.provider
         )
-        metered = MeteredModel(model, self.prices.table(), record.resources.side_spend)
+        table = self.prices.table()
+        unpriced = table.ceiling() if record.budget is not None else None
+        metered = MeteredModel(model, table, record.resources.side_spend, unpriced=unpriced)
         return ModelAccess(model=metered, main_model_id=model_id, fast_model_id=fast)
 
     def warn_once(self, message: str) -> None:
