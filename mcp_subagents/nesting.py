@@ -2,8 +2,8 @@
 
 `tools: Task` (or `Agent`, or no `tools` at all) lets an agent launch any agent; `Task(reviewer, tester)` only
 those. The nested task runs in the foreground of the tool call that launched it: the parent waits for its result,
-a stop of the parent stops it, and its usage counts in the parent's. It takes a place under `--max-concurrent`
-(`task_slots`), and spends from its ancestors' budgets and `max_turns`.
+a stop of the parent stops it, and its usage counts in the parent's. Tasks launched in one turn run at once, as in
+Claude Code, within `--max-concurrent` (`task_slots`); they spend from their ancestors' budgets and `max_turns`.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def nested_task_tool(agents: Sequence[tuple[str, str, str]], launch: Launcher) -
         input_model=NestedTaskInput,
         run=run,
         schema=_schema(tuple(name for name, _, _ in listed)),
+        read_only=True,  # what lets the loop run a turn's calls together; each nested task is checked on its own
     )
 
 

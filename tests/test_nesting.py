@@ -1,6 +1,6 @@
 """Nested subagents: Task for subagents whose tools allow it, `Task(agent)` limits, the depth limit and one past it,
-the tree in TaskOutput, stop with the parent, usage counted in the parent, questions through the host call, and turn
-limits over the tree and per task."""
+the tree in TaskOutput, stop with the parent, usage counted in the parent, questions through the host call, nested
+tasks of one turn running together within `--max-concurrent`, and turn limits over the tree and per task."""
 
 from __future__ import annotations
 
@@ -82,6 +82,91 @@ async def test_max_depth_one_means_no_nesting(tmp_path: Path) -> None:
     async with connected(make_settings(tmp_path, max_depth=1), model=model) as client:
         await client.call_tool("Task", task("general-purpose"))
     assert "Task" not in [tool.name for tool in model.requests[0].tools]
+
+
+class Tree:
+    """A root that launches `children` nested tasks in one turn; each nested task answers at once, or (with
+    `gather`) only once that many of them are waiting for the model together. Counts the requests in flight."""
+
+    def __init__(self, children: int, *, gather: int = 0) -> None:
+        self.children, self.gather = children, gather
+        self.in_flight = self.peak = self.requests = 0
+        self.gathered = anyio.Event()
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:
+        self.requests += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: ModelRequest) -> ModelResponse:
+        first = request.messages[0]
+        if isinstance(first, UserMessage) and str(first.content).startswith("child"):
+            if self.in_flight == self.gather:
+                self.gathered.set()
+            if self.gather:
+                with anyio.fail_after(10):
+                    await self.gathered.wait()
+            await anyio.lowlevel.checkpoint()  # others could start a request meanwhile, if they were let
+            return text("child done")
+        if isinstance(request.messages[-1], ToolResultMessage):
+            return text(f"all {len(request.messages[-1].results)} answered")
+        calls = tuple(
+            ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
+            for index in range(self.children)
+        )
+        return ModelResponse(parts=calls, stop_reason="tool_use")
+
+
+@pytest.mark.parametrize(("cap", "gather"), [(1, 0), (3, 3)])
+async def test_tasks_launched_in_one_turn_run_together_within_max_concurrent(
+    tmp_path: Path, cap: int, gather: int
+) -> None:
+    tree = Tree(8, gather=gather)
+    async with connected(make_settings(tmp_path, max_concurrent=cap), model=FunctionModel(tree)) as client:
+        with anyio.fail_after(20):
+            body = text_of(await client.call_tool("Task", task("general-purpose")))
+    assert "all 8 answered" in body
+    assert tree.requests == 1 + 8 + 1
+    assert tree.peak == cap  # the root lends its place to one child, the others wait for a free one
+
+
+async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path) -> None:
+    first_asks, release = anyio.Event(), anyio.Event()
+    started: list[str] = []
+
+    async def respond(request: ModelRequest) -> ModelResponse:
+        first, last = request.messages[0], request.messages[-1]
+        if isinstance(first, UserMessage) and str(first.content).startswith("child"):
+            started.append(str(first.content))
+            first_asks.set()
+            with anyio.fail_after(10):
+                await release.wait()
+            return text("child done")
+        if isinstance(last, ToolResultMessage):
+            return text("both answered")
+        calls = tuple(
+            ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
+            for index in range(2)
+        )
+        return ModelResponse(parts=calls, stop_reason="tool_use")
+
+    async with connected(make_settings(tmp_path, max_concurrent=1), model=FunctionModel(respond)) as client:
+        launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
+        parent = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            await first_asks.wait()
+        status = text_of(await client.call_tool("TaskOutput", {"task_id": parent, "block": False}))
+        release.set()
+        with anyio.fail_after(10):
+            done = text_of(await client.call_tool("TaskOutput", {"task_id": parent}))
+    assert started == ["child 0", "child 1"]
+    tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
+    assert tree[0].endswith("[running]") and tree[1].endswith("[queued]")  # the second waits for the first
+    assert "both answered" in done
 
 
 async def test_a_nested_task_needs_no_free_slot_in_the_queue(tmp_path: Path) -> None:
