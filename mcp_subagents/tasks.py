@@ -511,7 +511,7 @@ class TaskManager:
                 record.idle = idle
                 try:
                     self._check_allowance(record)  # a tree that has spent it starts nothing: no servers, no hooks
-                    await self._check_budgets(record, warn=False)
+                    self._check_budgets(record)
                     result = await job(record, partial(self._on_event, record))
                 except Exception as exc:
                     return self._failed(record, exc)
@@ -527,7 +527,7 @@ class TaskManager:
             response just received spent the last of a budget; the run ends with it.
         """
         if isinstance(event, TurnStarted):
-            await self._before_request(record)
+            self._before_request(record)
         self._keep_busy(record)
         spent = self._track(record, event)
         if spent:
@@ -544,7 +544,8 @@ class TaskManager:
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
         if spent:
-            await self._check_budgets(record, warn=True)
+            self._check_budgets(record)
+            await self._warn_budgets(record)
 
     def _keep_busy(self, record: TaskRecord) -> None:
         """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
@@ -585,15 +586,15 @@ class TaskManager:
             self._write_transcript(record.transcript.notice, "budget_warning", budget_warning_text(event))
         return False
 
-    async def _before_request(self, record: TaskRecord) -> None:
+    def _before_request(self, record: TaskRecord) -> None:
         """A model request is about to be made: it needs a turn of every `max_turns` allowance above the task and
         room in every budget; it takes its turn of each.
 
         Raises:
             TurnsSpentError, BudgetExceededError.
         """
-        await self._check_budgets(record, warn=False)
-        self._check_allowance(record)  # checked and taken with no await between: two siblings cannot take the last
+        self._check_budgets(record)
+        self._check_allowance(record)
         for holder in self.lineage(record):
             if holder.turns is not None:
                 holder.turns.used += 1
@@ -606,9 +607,19 @@ class TaskManager:
             if holder.turns is not None and holder.turns.spent:
                 raise TurnsSpentError(limit=holder.turns.limit, holder=holder.id)
 
-    async def _check_budgets(self, record: TaskRecord, *, warn: bool) -> None:
-        """Count what the task spent in its ancestors' costs; end it once it, or the tasks under one of its
-        ancestors, spent that task's budget; with `warn`, warn once a budget's holder has passed most of it.
+    async def _warn_budgets(self, record: TaskRecord) -> None:
+        """Warn once where the holder of a budget above the task (or the task itself) has passed most of it."""
+        for holder in self.lineage(record):
+            budget, spent = holder.budget, holder.cost_usd()
+            if budget is None or budget.holder is not None or spent is None or holder.progress.budget_warned:
+                continue
+            if spent >= budget.usd * BUDGET_WARNING_SHARE:
+                holder.progress.budget_warned = True
+                await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
+
+    def _check_budgets(self, record: TaskRecord) -> None:
+        """Count what the task spent in its ancestors' costs, and end it once it, or the tasks under one of its
+        ancestors, spent that task's budget.
 
         Raises:
             BudgetExceededError: the budget of the task or of an ancestor is spent (the loop stops with it, before
@@ -628,9 +639,6 @@ class TaskManager:
                     holder=None if holder is record else holder.id,
                     holder_agent=holder.agent,
                 )
-            if warn and spent >= budget.usd * BUDGET_WARNING_SHARE and not holder.progress.budget_warned:
-                holder.progress.budget_warned = True
-                await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
 
     def _pass_cost_up(self, record: TaskRecord, lineage: Sequence[TaskRecord]) -> None:
         """Add what the task spent since it last did to the cost of each of its ancestors."""
