@@ -285,6 +285,20 @@ def test_the_ceiling_is_the_dearest_known_price_of_each_kind_of_token() -> None:
 
 
 @pytest.mark.anyio
+async def test_what_tools_ask_a_model_without_a_price_counts_at_the_ceiling_only_under_a_budget() -> None:
+    from mcp_subagents.pricing import MeteredModel, SideSpend
+
+    request = ModelRequest(model="my-local-model", system="", messages=(), tools=())
+    counted = {}
+    for under_budget in (False, True):
+        spend = SideSpend()
+        unpriced = PriceTable().ceiling() if under_budget else None
+        await MeteredModel(ScriptedModel([turn(call=None)]), PriceTable(), spend, unpriced=unpriced).request(request)
+        counted[under_budget] = spend.cost_usd
+    assert counted == {False: 0.0, True: pytest.approx(0.09)}  # 1000 tokens in at $15, 1000 out at $75, per million
+
+
+@pytest.mark.anyio
 async def test_a_model_without_a_price_counts_at_the_ceiling_under_a_budget(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, model="my-local-model", max_budget_usd=0.2)
     model = ScriptedModel([turn() for _ in range(10)])  # $0.09 a turn at $15 / $75 per million tokens
