@@ -142,8 +142,15 @@ class Extender:
         file_why = None if file_home is None else app.trust.why_untrusted(file_home)
         extensions = Extensions(claude_settings=claude_settings)
         if definition.mcp_servers:
-            servers_trusted, why = trusted and file_why is None, file_why or why_untrusted
-            await self._start_servers(extensions, place, claude_settings, held, trusted=servers_trusted, why=why)
+            await self._start_servers(
+                extensions,
+                place,
+                claude_settings,
+                held,
+                trusted=trusted and file_why is None,
+                file_trusted=file_why is None,
+                why=file_why or why_untrusted,
+            )
         nested = self._nested_task_tool(roots, place)
         if nested is not None:
             extensions.tools[NESTED_TOOL_NAME] = nested
@@ -168,6 +175,7 @@ class Extender:
         held: AsyncExitStack,
         *,
         trusted: bool,
+        file_trusted: bool,
         why: str,
     ) -> None:
         from .mcp_servers import ServerDirectory, resolve_servers
@@ -183,7 +191,7 @@ class Extender:
             environ=app.environ,
             project=place.project,
             trusted=lambda: trusted,
-            definition_trusted=untrusted_source(app.trust, definition, place.project) is None,
+            definition_trusted=file_trusted,
             why_untrusted=why,
         )
         toolbox = await held.enter_async_context(
