@@ -90,13 +90,31 @@ class ModelRefusalError(RunError):
 
 
 class BudgetExceededError(RunError):
-    """The task spent its budget; it ends without another model request."""
+    """The task spent its budget, or the tasks under one of its ancestors spent that ancestor's; it ends without
+    another model request."""
 
-    def __init__(self, *, budget_usd: float, spent_usd: float, source: str) -> None:
-        super().__init__(f"Task spent ${spent_usd:.6f}, past its budget of ${budget_usd:g} ({source})")
+    def __init__(
+        self, *, budget_usd: float, spent_usd: float, source: str, holder: str | None = None, holder_agent: str = ""
+    ) -> None:
+        whose = "its budget" if holder is None else f"the budget of task {holder} ({holder_agent})"
+        super().__init__(f"Task spent ${spent_usd:.6f}, past {whose} of ${budget_usd:g} ({source})")
         self.budget_usd = budget_usd
         self.spent_usd = spent_usd
+        """What the budget's task spent, with the tasks it launched."""
         self.source = source
+        self.holder = holder
+        """The ancestor whose budget ran out; None when it was the task's own."""
+        self.holder_agent = holder_agent
+
+
+class TurnsSpentError(RunError):
+    """The model requests that a Task call's `max_turns` allowed its task and the tasks it launched are spent; the
+    task stops before its next request."""
+
+    def __init__(self, *, limit: int, holder: str) -> None:
+        super().__init__(f"The {limit} model requests that max_turns allowed task {holder} and its tasks are spent")
+        self.limit = limit
+        self.holder = holder
 
 
 class ToolError(Exception):

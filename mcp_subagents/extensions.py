@@ -22,7 +22,7 @@ from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_age
 from .outcome import ServerProblem
 from .task_record import TaskRecord
 from .tools.base import Tool
-from .trust import PROJECT_SOURCES
+from .trust import untrusted_source
 from .worktrees import Worktree, create_worktree, finish_worktree
 
 if TYPE_CHECKING:
@@ -138,13 +138,29 @@ class Extender:
         claude_settings = app.run_settings(place.project)
         trusted = app.trust.is_trusted(place.project)
         why_untrusted = app.trust.why_untrusted(place.project)
+        file_home = untrusted_source(app.trust, definition, place.project)
+        file_why = None if file_home is None else app.trust.why_untrusted(file_home)
         extensions = Extensions(claude_settings=claude_settings)
         if definition.mcp_servers:
-            await self._start_servers(extensions, place, claude_settings, held, trusted=trusted, why=why_untrusted)
+            await self._start_servers(
+                extensions,
+                place,
+                claude_settings,
+                held,
+                trusted=trusted and file_why is None,
+                file_trusted=file_why is None,
+                why=file_why or why_untrusted,
+            )
         nested = self._nested_task_tool(roots, place)
         if nested is not None:
             extensions.tools[NESTED_TOOL_NAME] = nested
-        run_hooks = hooks_for_run(claude_settings, definition, project_trusted=trusted, why_untrusted=why_untrusted)
+        run_hooks = hooks_for_run(
+            claude_settings,
+            definition,
+            project_trusted=trusted,
+            why_untrusted=why_untrusted,
+            agent_file_untrusted=file_why,
+        )
         for problem in run_hooks.problems:
             app.warn_once(f"hooks: {problem}")
         if run_hooks.hooks:
@@ -159,6 +175,7 @@ class Extender:
         held: AsyncExitStack,
         *,
         trusted: bool,
+        file_trusted: bool,
         why: str,
     ) -> None:
         from .mcp_servers import ServerDirectory, resolve_servers
@@ -174,7 +191,7 @@ class Extender:
             environ=app.environ,
             project=place.project,
             trusted=lambda: trusted,
-            definition_trusted=definition.source not in PROJECT_SOURCES,
+            definition_trusted=file_trusted,
             why_untrusted=why,
         )
         toolbox = await held.enter_async_context(
@@ -204,7 +221,7 @@ class Extender:
             agent_transcript_path=app.tasks.transcript_path(record.id),
             cwd=place.cwd,
             project_dir=place.project,
-            permission_mode=app.agent_mode(definition, claude_settings),
+            permission_mode=app.agent_mode(definition, claude_settings, place.project),
             effort=effort,
             env=app.tool_environment(),
             home=Path(app.environ.get("HOME") or Path.home()),
@@ -255,10 +272,8 @@ class Extender:
                         await app.tasks.wait(child, NESTED_STOP_GRACE_S)
             outcome = child.outcome
             assert outcome is not None
-            if outcome.counts is not None:  # what a nested task used and spent counts in its parent's
+            if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
                 parent.resources.descendant_usage += outcome.counts.usage
-                if outcome.counts.cost_usd is not None:
-                    parent.resources.side_spend.cost_usd += outcome.counts.cost_usd
             text = outcome_text(child, outcome, max_chars=app.settings.max_result_chars)
             if outcome.state != "completed":
                 raise ToolError(text)

@@ -2,7 +2,8 @@
 
 `tools: Task` (or `Agent`, or no `tools` at all) lets an agent launch any agent; `Task(reviewer, tester)` only
 those. The nested task runs in the foreground of the tool call that launched it: the parent waits for its result,
-a stop of the parent stops it, and its usage counts in the parent's.
+a stop of the parent stops it, and its usage counts in the parent's. Tasks launched in one turn run at once, as in
+Claude Code, within `--max-concurrent` (`task_slots`); they spend from their ancestors' budgets and `max_turns`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ class NestedTaskInput(ToolInput):
     subagent_type: str = Field(description="The type of specialized agent to use for this task")
     model: str | None = Field(default=None, description="Optional model for this agent; overrides its definition's")
     effort: EffortLevel | None = Field(default=None, description="Optional effort for this agent (default medium)")
-    max_turns: int | None = Field(default=None, gt=0, description="Optional cap on model round trips for this run")
+    max_turns: int | None = Field(
+        default=None,
+        gt=0,
+        description="Optional cap on model requests for this task and the subagents it launches, together",
+    )
     isolation: Literal["worktree"] | None = Field(
         default=None, description='"worktree" runs the agent in its own git worktree of the repository'
     )
@@ -73,6 +78,7 @@ def nested_task_tool(agents: Sequence[tuple[str, str, str]], launch: Launcher) -
         input_model=NestedTaskInput,
         run=run,
         schema=_schema(tuple(name for name, _, _ in listed)),
+        read_only=True,  # what lets the loop run a turn's calls together; each nested task is checked on its own
     )
 
 

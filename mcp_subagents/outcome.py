@@ -56,6 +56,15 @@ class TaskOutcome:
     """failed on its budget: the budget in USD (what it spent is `counts.cost_usd`)."""
     budget_source: str = ""
     """failed on its budget: where the budget was set (`--max-budget-usd`, an agent's `maxBudgetUsd`)."""
+    budget_task: str = ""
+    """failed on a budget it shared: the ancestor whose budget it was ("" for the task's own)."""
+    budget_spent_usd: float | None = None
+    """failed on a budget it shared: what that ancestor and the tasks under it had spent."""
+    turns_allowed: int = 0
+    """completed with stop `max_turns` because the requests a Task call's `max_turns` allowed its tree ran out: how
+    many it allowed (0 when the task reached a turn limit of its own)."""
+    turns_task: str = ""
+    """...and the task that call started."""
     denials: tuple[Denial, ...] = ()
     stop_reason: str = ""
     """completed with stop `hook_stopped`: the reason the hook gave."""

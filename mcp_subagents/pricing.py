@@ -5,7 +5,8 @@ and 2x for the 1-hour cache, and cache reads at 0.1x; the table derives those fr
 this server sends use the 5-minute cache only (`cache_control` without a `ttl`), so cache-creation tokens are
 priced as 5-minute writes.
 
-A model the table does not know has no price: its tasks report tokens only, and a budget cannot stop them.
+A model the table does not know has no price: its tasks report tokens only, unless a budget applies to them, which
+counts their tokens at the table's dearest price of each kind (`PriceTable.ceiling`).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ PRICE_LIST_DATE: Final = "2026-04"
 """When the list prices marked `list` were read from Anthropic's pricing page."""
 PER_MILLION: Final = 1_000_000
 
-PriceBasis: TypeAlias = Literal["list", "tier", "settings"]
+PriceBasis: TypeAlias = Literal["list", "tier", "settings", "ceiling"]
 """`list`: Anthropic's published price; `tier`: no published price was available, so the family's current tier
-price is assumed; `settings`: from the settings file."""
+price is assumed; `settings`: from the settings file; `ceiling`: the model has no price and a budget applies, so
+the dearest price known is counted."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +117,18 @@ class PriceTable:
         price = self.price(model_id)
         return None if price is None else price.cost(usage)
 
+    def ceiling(self) -> ModelPrice:
+        """The dearest known price of each kind of token: what a budget counts for a model without a price."""
+        known = [*LIST_PRICES.values(), *self._overrides.values()]
+        return ModelPrice(
+            input=max(price.input for price in known),
+            output=max(price.output for price in known),
+            cache_write_5m=max(price.cache_write_5m for price in known),
+            cache_write_1h=max(price.cache_write_1h for price in known),
+            cache_read=max(price.cache_read for price in known),
+            basis="ceiling",
+        )
+
 
 def parse_prices(data: Any, *, origin: str) -> tuple[dict[str, ModelPrice], list[str]]:
     """The `modelPrices` mapping of a settings file; entries that do not fit are skipped with a reason."""
@@ -168,12 +182,16 @@ class SideSpend:
 
 
 class MeteredModel:
-    """A model whose responses are priced into a `SideSpend`: the model tools use on a task's behalf."""
+    """A model whose responses are priced into a `SideSpend`: the model tools use on a task's behalf. `unpriced` is
+    the price counted for a model the table does not know (the ceiling, under a budget); None counts nothing."""
 
-    def __init__(self, model: Model, prices: PriceTable, spend: SideSpend) -> None:
+    def __init__(
+        self, model: Model, prices: PriceTable, spend: SideSpend, *, unpriced: ModelPrice | None = None
+    ) -> None:
         self._model = model
         self._prices = prices
         self._spend = spend
+        self._unpriced = unpriced
 
     @property
     def provider(self) -> str:
@@ -181,9 +199,9 @@ class MeteredModel:
 
     async def request(self, request: ModelRequest, /) -> ModelResponse:
         response = await self._model.request(request)
-        cost = self._prices.cost(request.model, response.usage)
-        if cost is not None:
-            self._spend.cost_usd += cost
+        price = self._prices.price(request.model) or self._unpriced
+        if price is not None:
+            self._spend.cost_usd += price.cost(response.usage)
         return response
 
 

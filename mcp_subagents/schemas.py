@@ -44,7 +44,7 @@ def task_schema(agent_names: Sequence[str]) -> JsonObject:
             "max_turns": {
                 "type": "integer",
                 "exclusiveMinimum": 0,
-                "description": "Optional cap on model round trips for this run.",
+                "description": "Optional cap on model requests for this task and the subagents it launches, together.",
             },
             "effort": {
                 "type": "string",

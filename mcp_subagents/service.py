@@ -39,7 +39,7 @@ from .redaction import Redactor
 from .settings import Settings
 from .state import prepare_state_dir
 from .tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, builtin_tools
-from .trust import ProjectTrust
+from .trust import ProjectTrust, untrusted_source, without_plugin_extras
 
 # The task engine (the manager, the loop, the conversation model, transcripts, prices) loads when a task first needs
 # it, or in the warm-up after the host first lists the tools: not on the way to that first answer.
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .permissions.asking import Asker, Denial
     from .permissions.policy import PermissionPolicy
     from .permissions.rules import PermissionRules
-    from .pricing import PriceFiles
+    from .pricing import ModelPrice, PriceFiles
     from .sandbox import RunSandbox, SandboxConfig, SandboxRuntime
     from .task_record import Listener, TaskBudget, TaskObserver, TaskRecord
     from .tasks import TaskManager
@@ -285,6 +285,8 @@ class Subagents:
         self._untrusted_settings: tuple[ClaudeSettings, ClaudeSettings] | None = None
         """The last snapshot loaded for an untrusted project, and what a run obeys of it."""
         self._policies: dict[tuple[object, ...], tuple[ClaudeSettings, AgentDefinition, PermissionPolicy]] = {}
+        self._plugin_runs: dict[int, tuple[AgentDefinition, AgentDefinition]] = {}
+        """Plugin agents' definitions (by identity) and the ones their tasks run (`_as_it_runs`)."""
         if self.provider_name == "openai" and settings.model in MODEL_ALIASES:
             logger.warning(
                 "an OpenAI-compatible endpoint is configured but no model: Task refuses agents whose file names "
@@ -607,26 +609,12 @@ class Subagents:
             TaskNotFoundError: `resume` names no task.
             SubagentsError: `resume` names a task that is still running, or one another agent ran.
         """
-        from .transcripts import read_history
-
         history: list[Message] = []
         if args.resume:
-            previous = self.tasks.get(args.resume, principal=principal)
-            if not previous.finished:
-                raise SubagentsError(
-                    f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
-                    "TaskStop before resuming it."
-                )
-            if args.subagent_type and args.subagent_type != previous.agent:  # none given (the CLI): the same
-                raise SubagentsError(
-                    f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
-                    f'agent, not {args.subagent_type}. Call Task again with subagent_type "{previous.agent}" to '
-                    f"resume it, or without resume to start a new {args.subagent_type} task."
-                )
-            definition = self.definition(previous.agent, catalog)
-            history = read_history(self.tasks.transcript_path(previous.id))
+            definition, history = self._resumed(args.resume, args.subagent_type, principal, catalog)
         else:
             definition = self.definition(args.subagent_type, catalog)
+        definition = self._as_it_runs(definition)
         if self._model is None and self._provider is None:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
         model_id = self._model_id(definition, args)  # an alias an OpenAI endpoint does not serve is refused now
@@ -635,6 +623,7 @@ class Subagents:
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             return await self._run_task(definition, args, roots, history, record, listener, place)
 
+        budget = self._budget(definition, parent)
         return self.tasks.start(
             agent=definition.name,
             description=args.description,
@@ -645,10 +634,50 @@ class Subagents:
             owner=principal,
             parent=parent,
             model=model_id,
-            price=self.prices.table().price(model_id),
-            budget=self._budget(definition),
+            price=self._price(model_id, budget),
+            budget=budget,
+            turns=args.max_turns,
             trace_meta=trace_meta,
         )
+
+    def _resumed(
+        self, task_id: str, agent: str, principal: str, catalog: Catalog | None
+    ) -> tuple[AgentDefinition, list[Message]]:
+        """The agent and the conversation of the finished task `task_id`, which `agent` (when given) must have run.
+
+        Raises:
+            TaskNotFoundError, UnknownAgentError, SubagentsError: as `launch` says.
+        """
+        from .transcripts import read_history
+
+        previous = self.tasks.get(task_id, principal=principal)
+        if not previous.finished:
+            raise SubagentsError(
+                f"Task {previous.id} is still {previous.state}; wait for it with TaskOutput or stop it with "
+                "TaskStop before resuming it."
+            )
+        if agent and agent != previous.agent:  # none given (the CLI): the same
+            raise SubagentsError(
+                f"Task {previous.id} was run by the {previous.agent} agent, and resume continues it with that "
+                f'agent, not {agent}. Call Task again with subagent_type "{previous.agent}" to '
+                f"resume it, or without resume to start a new {agent} task."
+            )
+        return self.definition(previous.agent, catalog), read_history(self.tasks.transcript_path(previous.id))
+
+    def _as_it_runs(self, definition: AgentDefinition) -> AgentDefinition:
+        """The definition a task runs: a plugin agent's without the fields Claude Code ignores in plugin agents (the
+        same object while the catalog keeps the file's, so what is cached on it is reused)."""
+        kept = self._plugin_runs.get(id(definition))
+        if kept is not None and kept[0] is definition:
+            return kept[1]
+        runs, warning = without_plugin_extras(definition)
+        if warning is None:
+            return definition
+        self.warn_once(warning)
+        if len(self._plugin_runs) >= _KEPT_POLICIES:
+            self._plugin_runs.clear()
+        self._plugin_runs[id(definition)] = (definition, runs)
+        return runs
 
     async def _run_task(
         self,
@@ -884,8 +913,9 @@ class Subagents:
             return definition.name
         return f"{definition.name} (launched by {' < '.join(r.agent for r in lineage[1:])})"
 
-    def _budget(self, definition: AgentDefinition) -> TaskBudget | None:
-        """The lower of `--max-budget-usd` and the agent's `maxBudgetUsd`, and where it was set."""
+    def _budget(self, definition: AgentDefinition, parent: TaskRecord | None) -> TaskBudget | None:
+        """The lowest of `--max-budget-usd`, the agent's `maxBudgetUsd` and, for a nested task, what remains of each
+        ancestor's own budget; and where it was set."""
         from .task_record import TaskBudget
 
         candidates = [
@@ -896,7 +926,18 @@ class Subagents:
             )
             if usd is not None
         ]
+        for holder in self.tasks.lineage(parent) if parent is not None else ():
+            budget = holder.budget
+            if budget is not None and budget.holder is None:
+                left = max(budget.usd - (holder.cost_usd() or 0.0), 0.0)
+                candidates.append(TaskBudget(usd=left, source=budget.source, holder=holder.id))
         return min(candidates, key=lambda budget: budget.usd, default=None)
+
+    def _price(self, model_id: str, budget: TaskBudget | None) -> ModelPrice | None:
+        """The model's price; under a budget, a model without one counts at the dearest price known."""
+        table = self.prices.table()
+        price = table.price(model_id)
+        return table.ceiling() if price is None and budget is not None else price
 
     def _model_access(self, model: Model, model_id: str, record: TaskRecord) -> ModelAccess | None:
         """What WebFetch and WebSearch may ask of the provider (priced into the task's cost); None for scripted
@@ -911,7 +952,9 @@ class Subagents:
         fast = resolve_model_id(
             task_model="haiku", definition_model=None, default_model=default, provider=model.provider
         )
-        metered = MeteredModel(model, self.prices.table(), record.resources.side_spend)
+        table = self.prices.table()
+        unpriced = table.ceiling() if record.budget is not None else None
+        metered = MeteredModel(model, table, record.resources.side_spend, unpriced=unpriced)
         return ModelAccess(model=metered, main_model_id=model_id, fast_model_id=fast)
 
     def warn_once(self, message: str) -> None:
@@ -957,13 +1000,23 @@ class Subagents:
                 self.warn_once(f"{file.path}: permissions.additionalDirectories lists {entry}, not a folder; skipped")
         return found
 
-    def agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings) -> str:
-        """The permission mode the agent runs in: the server's, narrowed (or widened) by the file's."""
-        from .permissions import effective_mode
+    def agent_mode(self, definition: AgentDefinition, claude_settings: ClaudeSettings, project: Path) -> str:
+        """The permission mode the agent runs in: the server's, narrowed (or widened, by Claude Code's rule) by the
+        file's. A file of a project nobody trusted may narrow it only."""
+        from .permissions import MODES, effective_mode, normalize_mode
 
         default_mode = claude_settings.default_mode
-        server_mode = self.settings.permission_mode or (default_mode[0] if default_mode else "default")
-        return effective_mode(server_mode, definition.permission_mode)
+        server_mode = normalize_mode(self.settings.permission_mode or (default_mode[0] if default_mode else None))
+        mode = effective_mode(server_mode, definition.permission_mode)
+        untrusted = untrusted_source(self.trust, definition, project)
+        if untrusted is None or MODES.index(mode) <= MODES.index(server_mode):
+            return mode
+        self.warn_once(
+            f"agent {definition.name} ({definition.path}): permissionMode: {definition.permission_mode} is ignored "
+            f"and it runs in {server_mode} mode: a project's agent file may only narrow the mode, and "
+            f"{self.trust.why_untrusted(untrusted)}"
+        )
+        return server_mode
 
     def _permission_policy(
         self,
@@ -977,7 +1030,8 @@ class Subagents:
     ) -> PermissionPolicy:
         # Tasks launched together share one: every input is immutable, and the settings snapshot is the same object
         # while no settings file (drop-ins included) changed.
-        key = (id(claude_settings), id(definition), place, roots, extra_allow, hook_files)
+        untrusted = untrusted_source(self.trust, definition, place.project)  # the file's mode counts once trusted
+        key = (id(claude_settings), id(definition), place, roots, extra_allow, hook_files, untrusted)
         kept = self._policies.get(key)
         if kept is not None and kept[0] is claude_settings and kept[1] is definition:
             return kept[2]
@@ -1015,7 +1069,7 @@ class Subagents:
         worktree = place.inside_worktree
         return PermissionPolicy(
             cwd=cwd,
-            mode=self.agent_mode(definition, claude_settings),
+            mode=self.agent_mode(definition, claude_settings, place.project),
             rules=rules,
             agent_map=definition.permission,
             roots=roots,

@@ -16,6 +16,7 @@ from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
 from .permissions.asking import Asker, Denial, OpenQuestions
 from .pricing import ModelPrice, SideSpend
 from .principals import LOCAL_PRINCIPAL
+from .task_slots import Lender
 from .tools.base import ProcessGroups
 from .transcripts import TranscriptWriter
 from .worktrees import WorktreeReport
@@ -28,6 +29,23 @@ class TaskBudget:
     usd: float
     source: str
     """Where it was set, as the person would look for it: `--max-budget-usd`, `maxBudgetUsd of agent X`."""
+    holder: str | None = None
+    """None for the task's own budget; for a nested task whose ancestors had less left than its own, the ancestor
+    whose budget it shares (`usd` is then what remained of it when the task started)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnAllowance:
+    """The model requests a Task call's `max_turns` allows its task and every task below it, shared among them."""
+
+    limit: int
+    holder: str
+    """The task the call started."""
+    used: int = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.used >= self.limit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +96,10 @@ class TaskProgress:
     """Tools running right now (several read-only ones may run at once)."""
     denials_written: int = 0
     """How many of the run's denials the transcript holds already."""
+    last_text: str = ""
+    """The latest text the model wrote: the result of a task stopped when its tree's `max_turns` ran out."""
+    cost_passed_up: float = 0.0
+    """How much of its own cost the task has added to its ancestors' `descendant_cost`."""
 
     def elapsed(self) -> float:
         return 0.0 if self.started_at is None else time.monotonic() - self.started_at
@@ -95,12 +117,15 @@ class RunResources:
     """Asks the person about a tool call while a foreground call is attached; None otherwise."""
     unattended: bool = False
     """A question went unanswered: nobody is asked again until a host call attaches anew."""
-    asking: int = 0
-    """Questions waiting for an answer right now; the idle limit does not run while there are any."""
+    idle_holds: int = 0
+    """Questions waiting for an answer and nested tasks waiting for a place right now; the idle limit does not run
+    while there are any."""
     questions: OpenQuestions = field(default_factory=OpenQuestions)
     """Questions held open for a 2026-era host, which answers them in its next call."""
     descendant_usage: Usage = field(default_factory=Usage)
-    """Tokens the tasks it launched (and theirs) used: counted in its own usage."""
+    """Tokens the tasks it launched (and theirs) used: counted in its own usage once they end."""
+    descendant_cost: float = 0.0
+    """What the tasks it launched (and theirs) spent, counted in its cost (and against its budget) as they spend."""
     worktree: WorktreeReport | None = None
     """What became of its worktree (`isolation: worktree`), once the run is over."""
     server_problems: list[ServerProblem] = field(default_factory=lambda: [])
@@ -148,6 +173,10 @@ class TaskRecord:
     """1 for a task a host launched, 2 for one its agent launched, and so on."""
     children: list[str] = field(default_factory=lambda: [])
     """The tasks this task's agent launched, in order."""
+    turns: TurnAllowance | None = None
+    """The `max_turns` of the Task call that started it, shared with the tasks it launches; None without one."""
+    lends: Lender = field(default_factory=Lender)
+    """Its place under `--max-concurrent`, lent to the tasks it launched while it waits for them."""
 
     @property
     def finished(self) -> bool:
@@ -158,11 +187,17 @@ class TaskRecord:
         return self.outcome is not None and self.outcome.is_error
 
     def cost_usd(self) -> float | None:
-        """What the task has spent so far (or in all, once finished); None without a price."""
+        """What the task and the tasks it launched have spent so far (or in all, once finished); None without a
+        price."""
         if self.outcome is not None and self.outcome.counts is not None:
             return self.outcome.counts.cost_usd
         return self.cost_of(self.progress.usage)
 
     def cost_of(self, usage: Usage) -> float | None:
+        """`own_cost_of(usage)` plus what the tasks it launched spent; None without a price."""
+        own = self.own_cost_of(usage)
+        return None if own is None else own + self.resources.descendant_cost
+
+    def own_cost_of(self, usage: Usage) -> float | None:
         """`usage` of the task's model, plus what its tools spent on their own requests; None without a price."""
         return None if self.price is None else self.price.cost(usage) + self.resources.side_spend.cost_usd

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from .errors import BudgetExceededError, SubagentsError, TaskNotFoundError
+from .errors import BudgetExceededError, SubagentsError, TaskNotFoundError, TurnsSpentError
 from .loop import Compacted, MessageAppended, ModelResponded, RunResult, ToolFinished, ToolStarted, TurnStarted
 from .messages import Message
 from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
@@ -39,7 +39,9 @@ from .task_record import (
     TaskLimits,
     TaskObserver,
     TaskRecord,
+    TurnAllowance,
 )
+from .task_slots import Lender, Slots
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
@@ -87,7 +89,8 @@ class TaskManager:
         """What this process remembers of its finished tasks besides their transcripts: whose they are, when they
         started, the tasks they launched. A few hundred bytes each."""
         self._queue: list[str] = []
-        self._limiter = anyio.CapacityLimiter(limits.max_concurrent)
+        """Tasks waiting for a place under `--max-concurrent`, in the order they asked."""
+        self._slots = Slots(limits.max_concurrent)
         self._group: TaskGroup | None = None
         self.control_name: str | None = None
         """The name of this process's control channel under the state directory, written into each header."""
@@ -218,11 +221,13 @@ class TaskManager:
         model: str = "",
         price: ModelPrice | None = None,
         budget: TaskBudget | None = None,
+        turns: int | None = None,
         trace_meta: Mapping[str, Any] | None = None,
     ) -> TaskRecord:
-        """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and it runs
-        at once, without a place in the queue: its parent holds one and waits for it. `trace_meta` is the launching
-        request's `_meta`, whose `traceparent` the task's trace joins."""
+        """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and runs in
+        its parent's place under `--max-concurrent` (lent while the parent waits for it) or in a free one. `turns`
+        (a Task call's `max_turns`) caps the model requests of the task and of every task below it, together.
+        `trace_meta` is the launching request's `_meta`, whose `traceparent` the task's trace joins."""
         if self._group is None:
             raise SubagentsError("The task manager is not running")
         task_id = self.new_id()
@@ -240,38 +245,50 @@ class TaskManager:
             model=model,
             price=price,
             budget=budget,
+            turns=None if turns is None else TurnAllowance(limit=turns, holder=task_id),
         )
         if parent is not None:
             parent.children.append(task_id)
-        header = TranscriptHeader(
-            task_id=task_id,
-            agent=agent,
-            description=description,
+        resumed = f" (resuming task {resumed_from})" if resumed_from else ""
+        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *self._price_notes(record)]
+        self._outputs[task_id] = _output_file(record)
+        self._records[task_id] = record
+        self._queue.append(task_id)
+        if self.observer is not None:
+            record.resources.listeners.append(self.observer.started(record, trace_meta))
+        opening = partial(self._write_opening, record, self._header(record), tuple(history), lines)
+        self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
+        lender = parent.lends if parent is not None else None
+        self._group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
+        return record
+
+    def _header(self, record: TaskRecord) -> TranscriptHeader:
+        return TranscriptHeader(
+            task_id=record.id,
+            agent=record.agent,
+            description=record.description,
             created=record.created,
-            resumed_from=resumed_from,
+            resumed_from=record.resumed_from,
             owner=record.owner,
             parent=record.parent,
-            model=model,
-            budget_usd=budget.usd if budget else None,
+            model=record.model,
+            budget_usd=record.budget.usd if record.budget else None,
             pid=os.getpid(),
             control=self.control_name,
         )
-        resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n"]
-        if budget is not None and price is None:
-            note = f"[budget] {model or 'this model'} has no price, so the budget of ${budget.usd:g} cannot stop it"
-            lines.append(note + "\n")
-            logger.warning("task %s: %s", task_id, note.removeprefix("[budget] "))
-        self._outputs[task_id] = _output_file(record)
-        self._records[task_id] = record
-        if parent is None:
-            self._queue.append(task_id)
-        if self.observer is not None:
-            record.resources.listeners.append(self.observer.started(record, trace_meta))
-        opening = partial(self._write_opening, record, header, tuple(history), lines)
-        self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
-        self._group.start_soon(self._execute, record, job, name=f"task {task_id}")
-        return record
+
+    def _price_notes(self, record: TaskRecord) -> list[str]:
+        """The output file's line (also logged) saying that the task's model, which has no price, is counted at the
+        dearest known price because a budget applies; none otherwise."""
+        price = record.price
+        if price is None or price.basis != "ceiling":
+            return []
+        note = (
+            f"[budget] priced as the dearest known model, ${price.input:g}/${price.output:g} per million tokens, "
+            f"because {record.model or 'this model'} has no price"
+        )
+        logger.warning("task %s: %s", record.id, note.removeprefix("[budget] "))
+        return [note + "\n"]
 
     async def _open_files(self, record: TaskRecord, opening: Callable[[], None]) -> None:
         """Create the task's files in a worker thread and write their first lines; `record.opened` is set after,
@@ -437,8 +454,8 @@ class TaskManager:
 
     @contextmanager
     def _idle_paused(self, records: Sequence[TaskRecord]) -> Generator[None]:
-        """Waiting for a person is not idleness: the idle limits of the asking task and of those waiting on it stop
-        while a question is open."""
+        """Waiting for a person (or for a place to run) is not idleness: the idle limits of the waiting task and of
+        those waiting on it stop meanwhile."""
         with ExitStack() as stack:
             for record in records:
                 stack.enter_context(self._idle_paused_one(record))
@@ -447,30 +464,33 @@ class TaskManager:
     @contextmanager
     def _idle_paused_one(self, record: TaskRecord) -> Generator[None]:
         resources = record.resources
-        resources.asking += 1
+        resources.idle_holds += 1
         if record.idle is not None:
             record.idle.deadline = float("inf")
         try:
             yield
         finally:
-            resources.asking -= 1
-            if resources.asking == 0 and record.idle is not None:
+            resources.idle_holds -= 1
+            if resources.idle_holds == 0 and record.idle is not None:
                 record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
 
     # ---- running a task ---------------------------------------------------------------------------------------------
 
-    async def _execute(self, record: TaskRecord, job: Job) -> None:
-        """Wait for a place (in launch order: nothing is awaited before the limiter), then run. The task's files are
-        created meanwhile (`_open_files`); the run and the end line wait for them."""
+    async def _execute(self, record: TaskRecord, job: Job, lender: Lender | None) -> None:
+        """Wait for a place (in launch order: nothing is awaited before asking for one), then run. The task's files
+        are created meanwhile (`_open_files`); the run and the end line wait for them."""
         outcome: TaskOutcome | None = None
         try:
             with record.scope:
-                if record.parent is not None:  # it borrows the slot of the parent that waits for it
+                grant = self._slots.take_now(lender)
+                if grant is None:
+                    with self._idle_paused(self.lineage(record)[1:]):
+                        grant = await self._slots.take(lender)
+                try:
+                    self._queue.remove(record.id)
                     outcome = await self._run(record, job)
-                else:
-                    async with self._limiter:
-                        self._queue.remove(record.id)
-                        outcome = await self._run(record, job)
+                finally:
+                    self._slots.give_back(grant)
         finally:
             with anyio.CancelScope(shield=True):
                 await record.opened.wait()
@@ -490,6 +510,8 @@ class TaskManager:
             with anyio.CancelScope(deadline=now + self.limits.idle_timeout) as idle:
                 record.idle = idle
                 try:
+                    self._check_allowance(record)  # a tree that has spent it starts nothing: no servers, no hooks
+                    self._check_budgets(record)
                     result = await job(record, partial(self._on_event, record))
                 except Exception as exc:
                     return self._failed(record, exc)
@@ -500,6 +522,12 @@ class TaskManager:
         return self._timed_out(record, "wall_clock", self.limits.task_timeout)
 
     async def _on_event(self, record: TaskRecord, event: TaskEvent) -> None:
+        """Raises:
+        TurnsSpentError, BudgetExceededError: the next model request (`TurnStarted`) may not be made, or the
+            response just received spent the last of a budget; the run ends with it.
+        """
+        if isinstance(event, TurnStarted):
+            self._before_request(record)
         self._keep_busy(record)
         spent = self._track(record, event)
         if spent:
@@ -516,7 +544,8 @@ class TaskManager:
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
         if spent:
-            await self._check_budget(record)
+            self._check_budgets(record)
+            await self._warn_budgets(record)
 
     def _keep_busy(self, record: TaskRecord) -> None:
         """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
@@ -524,7 +553,7 @@ class TaskManager:
         now, idle_timeout = anyio.current_time(), self.limits.idle_timeout
         for busy in self.lineage(record):
             busy.progress.last_activity = time.monotonic()
-            if busy.idle is not None and not busy.resources.asking and busy.idle.deadline < now + idle_timeout:
+            if busy.idle is not None and not busy.resources.idle_holds and busy.idle.deadline < now + idle_timeout:
                 # A little later than needed, so that a busy task reschedules its timer once per slack, not at
                 # every event; the limit is never shorter than configured.
                 busy.idle.deadline = now + idle_timeout + min(IDLE_SLACK_SECONDS, idle_timeout / 100)
@@ -537,6 +566,8 @@ class TaskManager:
             progress.current_tools.clear()
         elif isinstance(event, ModelResponded):
             progress.usage += event.usage
+            if event.message.text.strip():
+                progress.last_text = event.message.text
             return True
         elif isinstance(event, ToolStarted):
             progress.tool_uses += 1
@@ -555,20 +586,68 @@ class TaskManager:
             self._write_transcript(record.transcript.notice, "budget_warning", budget_warning_text(event))
         return False
 
-    async def _check_budget(self, record: TaskRecord) -> None:
-        """End the task once it has spent its budget; warn once when it passes most of it.
+    def _before_request(self, record: TaskRecord) -> None:
+        """A model request is about to be made: it needs a turn of every `max_turns` allowance above the task and
+        room in every budget; it takes its turn of each.
 
         Raises:
-            BudgetExceededError: the task spent its budget (the loop stops with it, before the next request).
+            TurnsSpentError, BudgetExceededError.
         """
-        budget, spent = record.budget, record.cost_usd()
-        if budget is None or spent is None:
+        self._check_budgets(record)
+        self._check_allowance(record)
+        for holder in self.lineage(record):
+            if holder.turns is not None:
+                holder.turns.used += 1
+
+    def _check_allowance(self, record: TaskRecord) -> None:
+        """Raises:
+        TurnsSpentError: a `max_turns` the task shares with its ancestors has no request left.
+        """
+        for holder in self.lineage(record):
+            if holder.turns is not None and holder.turns.spent:
+                raise TurnsSpentError(limit=holder.turns.limit, holder=holder.id)
+
+    async def _warn_budgets(self, record: TaskRecord) -> None:
+        """Warn once where the holder of a budget above the task (or the task itself) has passed most of it."""
+        for holder in self.lineage(record):
+            budget, spent = holder.budget, holder.cost_usd()
+            if budget is None or budget.holder is not None or spent is None or holder.progress.budget_warned:
+                continue
+            if spent >= budget.usd * BUDGET_WARNING_SHARE:
+                holder.progress.budget_warned = True
+                await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
+
+    def _check_budgets(self, record: TaskRecord) -> None:
+        """Count what the task spent in its ancestors' costs, and end it once it, or the tasks under one of its
+        ancestors, spent that task's budget.
+
+        Raises:
+            BudgetExceededError: the budget of the task or of an ancestor is spent (the loop stops with it, before
+                the next request).
+        """
+        lineage = self.lineage(record)
+        self._pass_cost_up(record, lineage)
+        for holder in lineage:
+            budget, spent = holder.budget, holder.cost_usd()
+            if budget is None or budget.holder is not None or spent is None:
+                continue  # a budget shared with an ancestor is checked on the ancestor: its tree spends it
+            if spent >= budget.usd:
+                raise BudgetExceededError(
+                    budget_usd=budget.usd,
+                    spent_usd=spent,
+                    source=budget.source,
+                    holder=None if holder is record else holder.id,
+                    holder_agent=holder.agent,
+                )
+
+    def _pass_cost_up(self, record: TaskRecord, lineage: Sequence[TaskRecord]) -> None:
+        """Add what the task spent since it last did to the cost of each of its ancestors."""
+        own = record.own_cost_of(record.progress.usage)
+        if own is None or own <= record.progress.cost_passed_up:
             return
-        if spent >= budget.usd:
-            raise BudgetExceededError(budget_usd=budget.usd, spent_usd=spent, source=budget.source)
-        if spent >= budget.usd * BUDGET_WARNING_SHARE and not record.progress.budget_warned:
-            record.progress.budget_warned = True
-            await self._on_event(record, BudgetWarning(turn=record.progress.turn, spent_usd=spent, budget=budget))
+        for ancestor in lineage[1:]:
+            ancestor.resources.descendant_cost += own - record.progress.cost_passed_up
+        record.progress.cost_passed_up = own
 
     def _record_new_denials(self, record: TaskRecord) -> None:
         """Denials are collected by the permission gate; each new one also goes into the transcript, as it happens."""
@@ -608,13 +687,18 @@ class TaskManager:
         )
 
     def _failed(self, record: TaskRecord, exc: Exception) -> TaskOutcome:
+        if isinstance(exc, TurnsSpentError):
+            return self._turns_spent(record, exc)
         if isinstance(exc, BudgetExceededError):
+            shared = exc.holder is not None
             return TaskOutcome(
                 state="failed",
                 counts=self._counts(record),
                 failure="budget",
                 budget_usd=exc.budget_usd,
                 budget_source=exc.source,
+                budget_task=exc.holder or "",
+                budget_spent_usd=exc.spent_usd if shared else None,
                 denials=tuple(record.resources.denials),
             )
         message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
@@ -625,6 +709,18 @@ class TaskManager:
             counts=self._counts(record),
             failure="error",
             error=message,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _turns_spent(self, record: TaskRecord, exc: TurnsSpentError) -> TaskOutcome:
+        """The tree's `max_turns` ran out: the task stops at a turn limit, as at its own, with what it wrote last."""
+        return TaskOutcome(
+            state="completed",
+            counts=self._counts(record),
+            text=record.progress.last_text,
+            stop="max_turns",
+            turns_allowed=exc.limit,
+            turns_task=exc.holder,
             denials=tuple(record.resources.denials),
         )
 
@@ -645,6 +741,7 @@ class TaskManager:
         """The only place a task ends: record the outcome, clean up, write the files, wake the waiters."""
         if record.id in self._queue:
             self._queue.remove(record.id)
+        self._pass_cost_up(record, self.lineage(record))  # what its tools spent after its last model response
         resources = record.resources
         outcome = replace(outcome, worktree=resources.worktree, server_problems=tuple(resources.server_problems))
         outcome = redacted(outcome, self._redact)

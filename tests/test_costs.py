@@ -1,5 +1,6 @@
-"""What tasks cost: the price table, settings overrides, `cost_usd` in results, TaskOutput and the transcript, and
-budgets that stop a task (with a warning at 80%)."""
+"""What tasks cost: the price table, settings overrides, `cost_usd` in results, TaskOutput and the transcript,
+budgets that stop a task (with a warning at 80%), budgets over a task tree, and the ceiling price a budget counts
+for a model without one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from mcp_subagents.definitions.parse import parse_definition
 from mcp_subagents.errors import DefinitionError
-from mcp_subagents.messages import TextPart, ToolCall, Usage
+from mcp_subagents.messages import TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel
 from mcp_subagents.pricing import LIST_PRICES, ModelPrice, PriceFiles, PriceTable, format_usd
@@ -273,3 +274,100 @@ async def test_what_webfetch_asks_its_small_model_is_part_of_the_cost(
     # Sonnet 4.6: 2 x (1000 x $3 + 100 x $15); Haiku 5.5 (tier price $1 / $5): 2000 x $1 + 200 x $5; per million
     assert record.outcome.counts.cost_usd == pytest.approx(2 * 0.0045 + 0.003)
     assert record.outcome.counts.usage.input_tokens == 2000  # the conversation's own tokens
+
+
+def test_the_ceiling_is_the_dearest_known_price_of_each_kind_of_token() -> None:
+    ceiling = PriceTable().ceiling()
+    assert (ceiling.input, ceiling.output, ceiling.cache_write_5m, ceiling.cache_read) == (15, 75, 18.75, 1.5)
+    assert ceiling.basis == "ceiling"
+    dearer = PriceTable({"house-model": ModelPrice.of(2, 120)}).ceiling()
+    assert (dearer.input, dearer.output) == (15, 120)
+
+
+@pytest.mark.anyio
+async def test_what_tools_ask_a_model_without_a_price_counts_at_the_ceiling_only_under_a_budget() -> None:
+    from mcp_subagents.pricing import MeteredModel, SideSpend
+
+    request = ModelRequest(model="my-local-model", system="", messages=(), tools=())
+    counted = {}
+    for under_budget in (False, True):
+        spend = SideSpend()
+        unpriced = PriceTable().ceiling() if under_budget else None
+        await MeteredModel(ScriptedModel([turn(call=None)]), PriceTable(), spend, unpriced=unpriced).request(request)
+        counted[under_budget] = spend.cost_usd
+    assert counted == {False: 0.0, True: pytest.approx(0.09)}  # 1000 tokens in at $15, 1000 out at $75, per million
+
+
+@pytest.mark.anyio
+async def test_a_model_without_a_price_counts_at_the_ceiling_under_a_budget(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, model="my-local-model", max_budget_usd=0.2)
+    model = ScriptedModel([turn() for _ in range(10)])  # $0.09 a turn at $15 / $75 per million tokens
+    async with running_app(settings, model=model) as app:
+        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.done.wait()
+    assert len(model.requests) == 3
+    assert record.outcome is not None and record.outcome.failure == "budget"
+    assert "it spent $0.27 of the $0.2 allowed by --max-budget-usd" in outcome_text(
+        record, record.outcome, max_chars=None
+    )
+    lines = record.output_path.read_text(encoding="utf-8").splitlines()
+    note = "[budget] priced as the dearest known model, $15/$75 per million tokens, because my-local-model has no price"
+    assert lines.count(note) == 1
+
+
+def spending_tree(*agents: str) -> FunctionModel:
+    """The root launches a nested task of each of `agents`, one after another, then says "done"; a nested task makes
+    one request and answers. Every request uses TURN_USAGE ($0.018 on Sonnet 4.6)."""
+
+    def respond(request: ModelRequest) -> ModelResponse:
+        first = request.messages[0]
+        if isinstance(first, UserMessage) and first.content == "child":
+            return turn(call=None)
+        done = sum(isinstance(message, ToolResultMessage) for message in request.messages)
+        if done == len(agents):
+            return turn(call=None)
+        launch = {"description": "d", "prompt": "child", "subagent_type": agents[done]}
+        return ModelResponse(
+            parts=(ToolCall(id=f"t{done}", name="Task", arguments=launch),), stop_reason="tool_use", usage=TURN_USAGE
+        )
+
+    return FunctionModel(respond)
+
+
+@pytest.mark.anyio
+async def test_a_nested_tasks_budget_is_the_lower_of_its_own_and_what_remains_of_its_parents(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, model=SONNET_4_6, max_budget_usd=0.1)
+    write_agent(settings.working_directory / ".claude" / "agents", "frugal", extra="maxBudgetUsd: 0.01\n")
+    async with running_app(settings, model=spending_tree("frugal", "general-purpose")) as app:
+        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.done.wait()
+        children = [app.tasks.get(child, principal=record.owner) for child in record.children]
+    assert record.outcome is not None and record.outcome.state == "completed"
+    # Three requests of the root and one of each nested task; each nested result shows what it spent itself.
+    assert record.outcome.counts is not None and record.outcome.counts.cost_usd == pytest.approx(5 * 0.018)
+    assert [child.cost_usd() for child in children] == [pytest.approx(0.018)] * 2
+    budgets = [json.loads(child.transcript.path.read_text().splitlines()[0])["budget_usd"] for child in children]
+    assert budgets == [pytest.approx(0.01), pytest.approx(0.1 - 3 * 0.018)]  # its own, then what remained
+    frugal = children[0].outcome
+    assert frugal is not None and frugal.failure == "budget" and frugal.budget_source == "maxBudgetUsd of agent frugal"
+
+
+@pytest.mark.anyio
+async def test_the_parent_is_warned_when_its_nested_tasks_pass_most_of_its_budget(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, model=SONNET_4_6, max_budget_usd=0.08)
+    async with running_app(settings, model=spending_tree("general-purpose", "general-purpose")) as app:
+        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.done.wait()
+    # root $0.018, nested $0.036, root $0.054 (67%), nested $0.072 (90%: warned), root $0.09: past the budget
+    warnings = [
+        line for line in record.output_path.read_text().splitlines() if line.startswith("[turn") and "budget:" in line
+    ]
+    assert warnings == [
+        "[turn 2] budget: spent $0.072 of its $0.08 budget (90%, --max-budget-usd); it stops when the budget is spent"
+    ]
+    assert record.outcome is not None and record.outcome.failure == "budget"
+    text = outcome_text(record, record.outcome, max_chars=None)
+    assert "Task stopped at its budget: it spent $0.09 of the $0.08 allowed by --max-budget-usd" in text

@@ -1,5 +1,6 @@
 """Nested subagents: Task for subagents whose tools allow it, `Task(agent)` limits, the depth limit and one past it,
-the tree in TaskOutput, stop with the parent, usage counted in the parent, and questions through the host call."""
+the tree in TaskOutput, stop with the parent, usage counted in the parent, questions through the host call, nested
+tasks of one turn running together within `--max-concurrent`, and turn limits over the tree and per task."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_subagents.messages import ToolResultMessage, UserMessage
+from mcp_subagents.messages import ToolCall, ToolResultMessage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
 from tests.support import MODES, connected, make_settings, text_of, write_agent
@@ -81,6 +82,91 @@ async def test_max_depth_one_means_no_nesting(tmp_path: Path) -> None:
     async with connected(make_settings(tmp_path, max_depth=1), model=model) as client:
         await client.call_tool("Task", task("general-purpose"))
     assert "Task" not in [tool.name for tool in model.requests[0].tools]
+
+
+class Tree:
+    """A root that launches `children` nested tasks in one turn; each nested task answers at once, or (with
+    `gather`) only once that many of them are waiting for the model together. Counts the requests in flight."""
+
+    def __init__(self, children: int, *, gather: int = 0) -> None:
+        self.children, self.gather = children, gather
+        self.in_flight = self.peak = self.requests = 0
+        self.gathered = anyio.Event()
+
+    async def __call__(self, request: ModelRequest) -> ModelResponse:
+        self.requests += 1
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            return await self._answer(request)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, request: ModelRequest) -> ModelResponse:
+        first = request.messages[0]
+        if isinstance(first, UserMessage) and str(first.content).startswith("child"):
+            if self.in_flight == self.gather:
+                self.gathered.set()
+            if self.gather:
+                with anyio.fail_after(10):
+                    await self.gathered.wait()
+            await anyio.lowlevel.checkpoint()  # others could start a request meanwhile, if they were let
+            return text("child done")
+        if isinstance(request.messages[-1], ToolResultMessage):
+            return text(f"all {len(request.messages[-1].results)} answered")
+        calls = tuple(
+            ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
+            for index in range(self.children)
+        )
+        return ModelResponse(parts=calls, stop_reason="tool_use")
+
+
+@pytest.mark.parametrize(("cap", "gather"), [(1, 0), (3, 3)])
+async def test_tasks_launched_in_one_turn_run_together_within_max_concurrent(
+    tmp_path: Path, cap: int, gather: int
+) -> None:
+    tree = Tree(8, gather=gather)
+    async with connected(make_settings(tmp_path, max_concurrent=cap), model=FunctionModel(tree)) as client:
+        with anyio.fail_after(20):
+            body = text_of(await client.call_tool("Task", task("general-purpose")))
+    assert "all 8 answered" in body
+    assert tree.requests == 1 + 8 + 1
+    assert tree.peak == cap  # the root lends its place to one child, the others wait for a free one
+
+
+async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path) -> None:
+    first_asks, release = anyio.Event(), anyio.Event()
+    started: list[str] = []
+
+    async def respond(request: ModelRequest) -> ModelResponse:
+        first, last = request.messages[0], request.messages[-1]
+        if isinstance(first, UserMessage) and str(first.content).startswith("child"):
+            started.append(str(first.content))
+            first_asks.set()
+            with anyio.fail_after(10):
+                await release.wait()
+            return text("child done")
+        if isinstance(last, ToolResultMessage):
+            return text("both answered")
+        calls = tuple(
+            ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
+            for index in range(2)
+        )
+        return ModelResponse(parts=calls, stop_reason="tool_use")
+
+    async with connected(make_settings(tmp_path, max_concurrent=1), model=FunctionModel(respond)) as client:
+        launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
+        parent = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            await first_asks.wait()
+        status = text_of(await client.call_tool("TaskOutput", {"task_id": parent, "block": False}))
+        release.set()
+        with anyio.fail_after(10):
+            done = text_of(await client.call_tool("TaskOutput", {"task_id": parent}))
+    assert started == ["child 0", "child 1"]
+    tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
+    assert tree[0].endswith("[running]") and tree[1].endswith("[queued]")  # the second waits for the first
+    assert "both answered" in done
 
 
 async def test_a_nested_task_needs_no_free_slot_in_the_queue(tmp_path: Path) -> None:
@@ -157,3 +243,64 @@ def test_runs_that_list_the_same_agents_share_one_task_schema() -> None:
     assert first.schema is not None and other.schema is not None
     assert first.schema["properties"]["subagent_type"]["enum"] == ["reviewer", "tester"]
     assert other.schema["properties"]["subagent_type"]["enum"] == ["reviewer"]
+
+
+class Looper:
+    """A root that launches the given nested Task calls in its first turn and then reports; every nested task calls
+    Glob for ever. Counts each task's requests by its prompt."""
+
+    def __init__(self, *launches: dict[str, Any]) -> None:
+        self.launches = launches
+        self.requests: dict[str, int] = {}
+
+    def __call__(self, request: ModelRequest) -> ModelResponse:
+        first = request.messages[0]
+        prompt = str(first.content) if isinstance(first, UserMessage) else ""
+        self.requests[prompt] = self.requests.get(prompt, 0) + 1
+        if prompt.startswith("child"):
+            return tool_call("Glob", {"pattern": "*"})
+        last = request.messages[-1]
+        if isinstance(last, ToolResultMessage):
+            return text(" || ".join(result.content for result in last.results))
+        calls = tuple(ToolCall(id=f"c{i}", name="Task", arguments=launch) for i, launch in enumerate(self.launches))
+        return ModelResponse(parts=calls, stop_reason="tool_use")
+
+
+async def test_a_hosts_max_turns_is_shared_by_every_task_below_and_a_late_one_runs_no_request(
+    tmp_path: Path,
+) -> None:
+    looper = Looper(nested("general-purpose", "child a"), nested("general-purpose", "child b"))
+    async with connected(make_settings(tmp_path), model=FunctionModel(looper)) as client:
+        with anyio.fail_after(10):
+            body = text_of(await client.call_tool("Task", task("general-purpose", max_turns=2)))
+            top = re.findall(r"task_id: (\w+)", body)[-1]
+            tree = text_of(await client.call_tool("TaskOutput", {"task_id": top}))
+            children = re.findall(r"^- (\w+) ", tree, re.MULTILINE)
+            below = [text_of(await client.call_tool("TaskOutput", {"task_id": child})) for child in children]
+    assert sum(looper.requests.values()) == 2
+    assert looper.requests.get("child a", 0) + looper.requests.get("child b", 0) == 1
+    assert "model requests that max_turns 2 allows this task and the tasks it launches are spent" in body
+    spent = f"the 2 model requests that max_turns 2 allows task {top} and the tasks it launches are spent"
+    assert len(below) == 2 and all(spent in result for result in below)  # each says why it stopped
+    turns = sorted(re.findall(r"turns: (\d+);", result)[-1] for result in below)
+    assert turns == ["0", "1"]  # the one that came second made no request
+
+
+async def test_max_turns_a_nested_task_is_given_caps_its_own_tree(tmp_path: Path) -> None:
+    looper = Looper({**nested("general-purpose", "child a"), "max_turns": 2})
+    async with connected(make_settings(tmp_path), model=FunctionModel(looper)) as client:
+        with anyio.fail_after(10):
+            body = text_of(await client.call_tool("Task", task("general-purpose")))
+    assert looper.requests["child a"] == 2 and looper.requests["Go down one level."] == 2
+    assert "[Stopped at the turn limit (2 turns) before the agent finished" in body
+
+
+async def test_the_servers_max_turns_and_the_agents_max_turns_apply_to_each_nested_task(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, max_turns=4)
+    assert settings.user_agents_dir is not None
+    write_agent(settings.user_agents_dir, "brief", extra="maxTurns: 2\n")
+    looper = Looper(nested("brief", "child brief"), nested("general-purpose", "child plain"))
+    async with connected(settings, model=FunctionModel(looper)) as client:
+        with anyio.fail_after(10):
+            await client.call_tool("Task", task("general-purpose"))
+    assert looper.requests == {"Go down one level.": 2, "child brief": 2, "child plain": 4}

@@ -149,8 +149,9 @@ async def test_plan_mode_is_read_only(tmp_path: Path) -> None:
 
 
 async def test_an_accept_edits_agent_writes_under_a_default_mode_server(tmp_path: Path) -> None:
-    # Claude Code 2.1.328 (capture accept_edits.cc.json): the editor's Write goes through in a default session.
-    settings = make_settings(tmp_path)
+    # Claude Code 2.1.328 (capture accept_edits.cc.json): the editor's Write goes through in a default session. A
+    # project's agent file widens the mode only once the project is trusted.
+    settings = make_settings(tmp_path, trust_projects=(tmp_path / "work",))
     assert settings.cwd is not None
     write_agent(settings.cwd / ".claude" / "agents", "editor", extra="permissionMode: acceptEdits\n")
     model = ScriptedModel(
@@ -165,6 +166,27 @@ async def test_an_accept_edits_agent_writes_under_a_default_mode_server(tmp_path
     written, ran = (req.messages[-1].results[0] for req in model.requests[1:])  # type: ignore[union-attr]
     assert not written.is_error and (settings.cwd / "out.txt").read_text(encoding="utf-8") == "x"
     assert ran.is_error and "needs approval in acceptEdits mode" in ran.content  # commands still ask
+
+
+async def test_an_untrusted_projects_agent_file_narrows_the_mode_but_never_widens_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = make_settings(tmp_path, permission_mode="dontAsk")
+    assert settings.cwd is not None
+    agents = settings.cwd / ".claude" / "agents"
+    write_agent(agents, "editor", extra="permissionMode: acceptEdits\n")
+    write_agent(agents, "asker", extra="permissionMode: default\n")
+    write_agent(agents, "planner", extra="permissionMode: plan\n")
+    host = Host(allow=True)
+    answers: dict[str, str] = {}
+    for agent in ("editor", "asker", "planner"):
+        model = ScriptedModel([tool_call("Write", {"file_path": f"{agent}.txt", "content": "x"}), report_results])
+        async with connected(settings, mode="legacy", model=model, elicitation_callback=host) as client:
+            answers[agent] = text_of(await client.call_tool("Task", {**TASK, "subagent_type": agent}))
+    assert list(settings.cwd.glob("*.txt")) == [] and host.questions == []  # dontAsk stands: nobody is asked
+    assert "plan mode is read-only" in answers["planner"]  # narrowing still applies
+    assert "permissionMode: acceptEdits is ignored and it runs in dontAsk mode" in caplog.text
+    assert "permissionMode: default is ignored" in caplog.text and "--trust-project" in caplog.text
 
 
 async def test_an_agent_file_never_widens_past_its_rule(tmp_path: Path) -> None:
@@ -282,7 +304,7 @@ async def test_tasks_of_one_server_follow_a_settings_change_and_their_own_agent(
     # Tasks reuse one permission policy while nothing it was built from changed: a rule written between two Tasks
     # and a different agent's mode must still take effect.
     settings_file = settings_with_rules(tmp_path, allow=["Write"])
-    settings = make_settings(tmp_path, settings_file=settings_file)
+    settings = make_settings(tmp_path, settings_file=settings_file, trust_projects=(tmp_path / "work",))
     assert settings.cwd is not None
     write_agent(settings.cwd / ".claude" / "agents", "editor", extra="permissionMode: acceptEdits\n")
     model = ScriptedModel(

@@ -1,5 +1,6 @@
 """TaskManager on its own, without MCP: attaching a foreground call, asking, time limits as cancel scopes while a
-question is open, the one finish path, and outcomes as data (old transcripts included)."""
+question is open, the one finish path, outcomes as data (old transcripts included), and places under
+`--max-concurrent`."""
 
 from __future__ import annotations
 
@@ -209,3 +210,34 @@ async def test_queued_tasks_run_in_the_order_they_were_launched_each_with_its_fi
         for record in launched:
             await tasks.wait(record, 5)
     assert order == [record.id for record in launched]
+
+
+async def test_places_go_in_order_a_lent_one_to_one_nested_task_at_a_time_and_a_stopped_waiter_loses_its_turn() -> None:
+    from mcp_subagents.task_slots import Lender, Slots
+
+    slots, parent = Slots(1), Lender()
+    root = slots.take_now()
+    assert root is not None and slots.take_now() is None  # the only shared place is the root's
+    first = slots.take_now(parent)
+    assert first is not None and first.lender is parent  # the root lends it to one nested task...
+    order: list[str] = []
+
+    async def wait(name: str, lender: Lender | None, scope: anyio.CancelScope) -> None:
+        with scope:
+            grant = await slots.take(lender)
+            order.append(name)
+            slots.give_back(grant)
+
+    scopes = {name: anyio.CancelScope() for name in ("second", "stopped", "other root")}
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait, "second", parent, scopes["second"])  # ...and its sibling waits
+        group.start_soon(wait, "stopped", parent, scopes["stopped"])
+        group.start_soon(wait, "other root", None, scopes["other root"])
+        await anyio.wait_all_tasks_blocked()
+        scopes["stopped"].cancel()
+        await anyio.wait_all_tasks_blocked()
+        slots.give_back(first)  # the lent place passes to the next nested task that still waits
+        await anyio.wait_all_tasks_blocked()
+        assert order == ["second"] and not parent.busy
+        slots.give_back(root)
+    assert order == ["second", "other root"] and slots.used == 0

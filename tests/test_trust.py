@@ -55,3 +55,39 @@ def test_agent_files_belong_to_the_project_that_holds_their_folder(tmp_path: Pat
     assert agent_file_project(tmp_path / "repo" / ".claude" / "agents" / "team" / "x.md") == tmp_path / "repo"
     assert agent_file_project(tmp_path / "repo" / ".agents" / "agents" / "x.md") == tmp_path / "repo"
     assert agent_file_project(tmp_path / "home" / "agents" / "x.md") is None
+
+
+def test_a_repositorys_agent_file_needs_both_its_own_project_and_the_runs_project_trusted(tmp_path: Path) -> None:
+    from mcp_subagents.definitions.parse import parse_definition
+    from mcp_subagents.trust import untrusted_source
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    for project in (mine, theirs):
+        (project / ".claude" / "agents").mkdir(parents=True)
+    trust = ProjectTrust(state(tmp_path / ".claude.json", {str(mine): True}))
+    text = "---\nname: a\ndescription: d\npermissionMode: acceptEdits\n---\nB\n"
+    theirs_file = parse_definition(text, path=theirs / ".claude" / "agents" / "a.md", source="project")
+    mine_file = parse_definition(text, path=mine / ".claude" / "agents" / "a.md", source="project")
+    users_file = parse_definition(text, path=tmp_path / "user-agents" / "a.md", source="user")
+    assert untrusted_source(trust, theirs_file, mine) == theirs  # run in a trusted project, the file is not
+    assert untrusted_source(trust, mine_file, theirs) == theirs
+    assert untrusted_source(trust, mine_file, mine) is None
+    assert untrusted_source(trust, users_file, theirs) is None  # the person's own files are always trusted
+
+
+def test_a_plugin_agent_runs_without_mode_hooks_and_servers_and_one_warning_names_them(tmp_path: Path) -> None:
+    from mcp_subagents.definitions.parse import parse_definition
+    from mcp_subagents.trust import without_plugin_extras
+
+    hooks = '{"PreToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}'
+    text = f"---\nname: a\ndescription: d\npermissionMode: acceptEdits\nhooks: {hooks}\n---\nB\n"
+    path = tmp_path / "kit" / "agents" / "a.md"
+    definition = parse_definition(text, path=path, source="plugin", plugin="kit")
+    runs, warning = without_plugin_extras(definition)
+    assert (runs.permission_mode, runs.hooks, runs.mcp_servers) == (None, None, ())
+    assert warning is not None
+    assert warning.startswith(f"agent {definition.name} ({path}): permissionMode, hooks ignored")
+    plain = parse_definition("---\nname: b\ndescription: d\n---\nB\n", path=path, source="plugin", plugin="kit")
+    assert without_plugin_extras(plain) == (plain, None)
+    users = parse_definition(text, path=path, source="user")
+    assert without_plugin_extras(users) == (users, None)

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from ..claude_settings import REPOSITORY_LEVELS, ClaudeSettings, SettingsFile
 from ..definitions import AgentDefinition
-from ..trust import PROJECT_SOURCES
 from .config import HookSet, parse_hooks
 
 
@@ -19,9 +18,15 @@ class RunHookSet:
 
 
 def hooks_for_run(
-    settings: ClaudeSettings, definition: AgentDefinition, *, project_trusted: bool, why_untrusted: str
+    settings: ClaudeSettings,
+    definition: AgentDefinition,
+    *,
+    project_trusted: bool,
+    why_untrusted: str,
+    agent_file_untrusted: str | None,
 ) -> RunHookSet:
-    """The settings files' hooks (lowest level first), then the agent's own."""
+    """The settings files' hooks (lowest level first), then the agent's own. `agent_file_untrusted` says why the
+    agent file's own hooks may not run (its project is not trusted: `trust.untrusted_source`), None when they may."""
     files = _files_whose_hooks_count(settings)
     found = HookSet()
     problems: list[str] = []
@@ -36,8 +41,8 @@ def hooks_for_run(
         problems += parsed.problems
     if definition.hooks:
         origin = f"agent {definition.name}" + (f" ({definition.path})" if definition.path else "")
-        if definition.source in PROJECT_SOURCES and not project_trusted:
-            problems.append(f"{origin}: hooks skipped: {why_untrusted}")
+        if agent_file_untrusted is not None:
+            problems.append(f"{origin}: hooks skipped: {agent_file_untrusted}")
         elif not _managed_only(settings) and not _all_disabled(settings):
             parsed = parse_hooks(definition.hooks, origin=origin, frontmatter=True)
             found += parsed.hooks

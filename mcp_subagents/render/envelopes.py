@@ -113,13 +113,25 @@ def failure_message(outcome: TaskOutcome) -> str:
         case "idle":
             return f"Task made no progress (no model reply or tool result) for {outcome.limit_s:g} s"
         case "budget":
-            spent = outcome.counts.cost_usd if outcome.counts and outcome.counts.cost_usd is not None else 0.0
-            return (
-                f"Task stopped at its budget: it spent ${usd_value(spent)} of the ${outcome.budget_usd:g} allowed "
-                f"by {outcome.budget_source}. Raise the budget and continue it with Task resume, or narrow the task."
-            )
+            return _budget_message(outcome)
         case _:
             return outcome.error
+
+
+def _budget_message(outcome: TaskOutcome) -> str:
+    spent = outcome.counts.cost_usd if outcome.counts and outcome.counts.cost_usd is not None else 0.0
+    if not outcome.budget_task:
+        return (
+            f"Task stopped at its budget: it spent ${usd_value(spent)} of the ${outcome.budget_usd:g} allowed "
+            f"by {outcome.budget_source}. Raise the budget and continue it with Task resume, or narrow the task."
+        )
+    together = outcome.budget_spent_usd or 0.0
+    return (
+        f"Task stopped at the budget of task {outcome.budget_task} above it: together the tasks under it spent "
+        f"${usd_value(together)} of the ${outcome.budget_usd:g} allowed by {outcome.budget_source}, "
+        f"${usd_value(spent)} of it in this task. Raise that budget and continue that task with Task resume, or "
+        "narrow the task."
+    )
 
 
 def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int | None) -> str:
@@ -161,7 +173,14 @@ def _completion_notes(record: TaskIdentity, outcome: TaskOutcome) -> list[str]:
     notes: list[str] = []
     if record.resumed_from:
         notes.append(f"[Resumed task {record.resumed_from}.]")
-    if outcome.stop == "max_turns":
+    if outcome.stop == "max_turns" and outcome.turns_allowed:
+        whose = "this task" if outcome.turns_task == record.id else f"task {outcome.turns_task}"
+        notes.append(
+            f"[Stopped before the agent finished: the {outcome.turns_allowed} model requests that max_turns "
+            f"{outcome.turns_allowed} allows {whose} and the tasks it launches are spent; "
+            f'continue with Task resume: "{record.id}".]'
+        )
+    elif outcome.stop == "max_turns":
         turns = outcome.counts.turns if outcome.counts else 0
         notes.append(
             f"[Stopped at the turn limit ({turns} turns) before the agent finished; "
