@@ -544,9 +544,11 @@ def _git(args: tuple[str, ...]) -> Reads | None:
         return None
     # `git show HEAD:.env` prints a file as committed; `git grep` searches the files of the working tree.
     committed = [word.partition(":")[2] for word in rest if ":" in word and not word.startswith("-")]
-    start = os.path.join(*places) if places else "."
+    # Each -C is relative to the one before it: `-C src -C ../sub` is `sub`.
+    folders = [os.path.join(*places[: count + 1]) for count in range(len(places))]
+    start = folders[-1] if folders else "."
     trees = (start,) if subcommand == "grep" else ()
-    return Reads(files=(*places, *(path for path in committed if path)), trees=trees, repository_from=start)
+    return Reads(files=(*folders, *(path for path in committed if path)), trees=trees, repository_from=start)
 
 
 def _git_options_safe(subcommand: str, rest: tuple[str, ...]) -> bool:
