@@ -109,3 +109,19 @@ async def test_an_allow_rule_that_names_the_command_lets_it_leave(host_tmp: Path
     extra: dict[str, Any] = LEAVE
     [seen] = await run_in_background(scene, fake, bash("cat ../outside.txt", **extra))
     assert seen == "read outside the sandbox"
+
+
+@pytest.mark.parametrize(
+    "leave",
+    [{"dangerouslyDisableSandbox": "true"}, {"dangerouslyDisableSandbox": 1}, {"dangerously_disable_sandbox": True}],
+)
+async def test_every_spelling_the_bash_tool_accepts_for_leaving_is_checked_as_leaving(
+    host_tmp: Path, fake: FakeLLM, leave: dict[str, Any]
+) -> None:
+    """The gate read only `dangerouslyDisableSandbox: true`; the tool also takes "true", 1 and the snake_case name,
+    so the call was checked as sandboxed (and auto-allowed) and then ran outside the sandbox."""
+    scene = make_scene(host_tmp, fake)
+    scene.settings({"sandbox": {"autoAllowBashIfSandboxed": True}})
+    [seen] = await run_in_background(scene, fake, bash("touch ../escaped.txt", **leave))
+    assert_asked_to_leave(seen)
+    assert not (scene.home / "escaped.txt").exists()
