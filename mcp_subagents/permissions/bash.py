@@ -50,22 +50,28 @@ class Wrapper:
     """Options whose value is a command line a shell runs (`flock -c`, `su -c`, `script -c`)."""
     runs_arguments: bool = True
     """False when the words after its options are not a command (`su USER`, `script FILE`)."""
+    flags: frozenset[str] = frozenset()
+    """Options known to take no value. After any other option, deny rules also look one word further."""
 
 
-def _wrapper(*with_value: str, before: int = 0, scripts: tuple[str, ...] = (), runs: bool = True) -> Wrapper:
-    return Wrapper(frozenset(with_value), before, frozenset(scripts), runs)
+def _wrapper(
+    *with_value: str, before: int = 0, scripts: tuple[str, ...] = (), runs: bool = True, flags: str = ""
+) -> Wrapper:
+    return Wrapper(frozenset(with_value), before, frozenset(scripts), runs, frozenset(flags.split()))
 
 
 WRAPPERS: dict[str, Wrapper] = {
     "sudo": _wrapper("-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R", "--user", "--group", "--host",
                      "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user", "--command-timeout",
-                     "--chroot"),
-    "doas": _wrapper("-u", "-a", "-C"),
+                     "--chroot", flags="-A -b -E -e -H -i -K -k -l -n -P -S -s -V -v -B -N --askpass --background "
+                     "--preserve-env --edit --set-home --login --non-interactive --preserve-groups --stdin --shell"),
+    "doas": _wrapper("-u", "-a", "-C", flags="-n -s -L"),
     "pkexec": _wrapper("--user"),
-    "env": _wrapper("-u", "-C", "--unset", "--chdir"),
+    "env": _wrapper("-u", "-C", "--unset", "--chdir", flags="-i -0 -v --ignore-environment --null --debug"),
     "nohup": _wrapper(),
     "nice": _wrapper("-n", "--adjustment"),
-    "ionice": _wrapper("-c", "-n", "-p", "-P", "-u", "--class", "--classdata", "--pid", "--pgid", "--uid"),
+    "ionice": _wrapper("-c", "-n", "-p", "-P", "-u", "--class", "--classdata", "--pid", "--pgid", "--uid",
+                       flags="-t --ignore"),
     "chrt": _wrapper("-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline", before=1),
     "taskset": _wrapper(before=1),
     "setpriv": _wrapper("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--inh-caps",
@@ -86,11 +92,13 @@ WRAPPERS: dict[str, Wrapper] = {
                        "--interruptible", "--trace-path", "--summary-sort-by", "--const-print-style", "--detach-on"),
     "ltrace": _wrapper("-a", "-A", "-D", "-e", "-F", "-l", "-n", "-o", "-p", "-s", "-u", "-x", "--align", "--output",
                        "--library", "--indent"),
-    "time": _wrapper("-f", "-o", "--format", "--output"),
-    "timeout": _wrapper("-s", "-k", "--signal", "--kill-after", before=1),
+    "time": _wrapper("-f", "-o", "--format", "--output", flags="-p -v -a -q --portability --verbose --append --quiet"),
+    "timeout": _wrapper("-s", "-k", "--signal", "--kill-after", before=1,
+                        flags="-v --verbose --foreground --preserve-status"),
     "stdbuf": _wrapper("-i", "-o", "-e", "--input", "--output", "--error"),
     "flock": _wrapper("-w", "-E", "--timeout", "--wait", "--conflict-exit-code", before=1,
-                      scripts=("-c", "--command")),
+                      scripts=("-c", "--command"), flags="-s -x -e -u -n -o -F --shared --exclusive --unlock "
+                      "--nonblock --nb --close --no-fork --verbose"),
     "script": _wrapper("-E", "-I", "-O", "-B", "-T", "-m", "-o", "--echo", "--log-in", "--log-out", "--log-io",
                        "--log-timing", "--logging-format", "--output-limit", scripts=("-c", "--command"), runs=False),
     "su": _wrapper("-s", "-g", "-G", "-w", "--shell", "--group", "--supp-group", "--whitelist-environment",
@@ -103,7 +111,7 @@ WRAPPERS: dict[str, Wrapper] = {
                          "--arg-file", "--delimiter", "--colsep", "--joblog", "--results", "--tmpdir", "--workdir",
                          "--delay", "--timeout", "--retries", "--max-args", "--load", "--memfree", "--tagstring",
                          "--env", "--sshloginfile", "--halt"),
-    "chronic": _wrapper(),
+    "chronic": _wrapper(flags="-e -v"),
     "caffeinate": _wrapper("-t", "-w"),
     "faketime": _wrapper("-f", "-m", before=1),
     "fakeroot": _wrapper("-l", "-s", "-i", "--lib", "--faked"),
@@ -115,13 +123,15 @@ WRAPPERS: dict[str, Wrapper] = {
     "coproc": _wrapper(),
     "command": _wrapper(),
     "builtin": _wrapper(),
-    "exec": _wrapper("-a"),
+    "exec": _wrapper("-a", flags="-c -l"),
     "xargs": _wrapper("-I", "-n", "-P", "-d", "-L", "-s", "-a", "-E", "--arg-file", "--delimiter", "--eof",
-                      "--max-args", "--max-procs", "--max-chars", "--process-slot-var"),
+                      "--max-args", "--max-procs", "--max-chars", "--process-slot-var",
+                      flags="-0 -o -p -r -t -x --null --open-tty --interactive --no-run-if-empty --verbose --exit "
+                      "--show-limits"),
     "watch": _wrapper("-n", "--interval"),
     "busybox": _wrapper(),
-    "setsid": _wrapper(),
-    "unbuffer": _wrapper(),
+    "setsid": _wrapper(flags="-c -f -w --ctty --fork --wait"),
+    "unbuffer": _wrapper(flags="-p"),
 }  # fmt: skip
 """Commands that run the command after them (or a command line given to an option), with the options that take a
 value. Deny and ask rules see the command inside."""
@@ -269,17 +279,33 @@ def _past_options(values: tuple[str, ...], index: int, wrapper: Wrapper) -> int:
 
 
 def _possible_starts(values: tuple[str, ...]) -> Iterator[int]:
-    """Where the command could also start when a wrapper's option takes a value this table does not know of (or
-    none where it says one): the words next to where the table puts the start. Deny rules look there too."""
+    """Where the command could also start: one word later than the table says, when the last option before it is
+    one the table does not know (had it taken a value, the command starts there). Deny rules look there too."""
     index = 0
-    while index < len(values) and _ASSIGNMENT.match(values[index]):
-        index += 1
-    if index >= len(values) or program_name(values[index]) not in WRAPPERS:
-        return
-    end = min(max((index, *_wrapped_starts(values))) + 2, len(values))
-    for position in range(index + 1, end):
-        if not values[position].startswith("-"):
-            yield position
+    while index < len(values):
+        if _ASSIGNMENT.match(values[index]):
+            index += 1
+            continue
+        wrapper = WRAPPERS.get(program_name(values[index]))
+        if wrapper is None or not wrapper.runs_arguments:
+            return
+        past = _past_options(values, index + 1, wrapper)
+        start = past + wrapper.before_command
+        if past > index + 1 and _unknown_option(values[past - 1], wrapper):
+            yield start + 1
+        index = start
+
+
+def _unknown_option(word: str, wrapper: Wrapper) -> bool:
+    """An option whose taking a value the table cannot tell: not a known flag, nor one that carries its value."""
+    if not word.startswith("-") or word == "--" or "=" in word or word in wrapper.flags:
+        return False
+    if word.startswith("--"):
+        return word not in wrapper.with_value
+    letters = [f"-{letter}" for letter in word[1:]]
+    if letters[0] in wrapper.with_value and len(word) > 2:
+        return False  # the value is attached: `-oL`
+    return not all(letter in wrapper.flags for letter in letters)
 
 
 def _inner_scripts(command: SimpleCommand, fed: str | None) -> Iterator[str]:

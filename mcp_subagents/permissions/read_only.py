@@ -277,10 +277,16 @@ def _by_table(spec: _Program, args: tuple[str, ...]) -> Reads | None:
         return Reads()
     if spec.operands == "pattern then files" and not options & spec.pattern_options:
         operands = operands[1:]
-    recursive = bool(options & spec.recursive)
+    recursive = bool(options & spec.recursive) or (spec is _GREP and _grep_recurses(options))
     if spec.searches_folders or recursive:
         return Reads(files=(*option_files, *operands), trees=operands or (".",))
     return Reads(files=(*option_files, *operands))
+
+
+def _grep_recurses(options: set[str]) -> bool:
+    """grep's `-d ACTION` takes abbreviations (`-d rec`): anything but `read` and `skip` may recurse."""
+    actions = [option.partition("=")[2] for option in options if option.startswith(("-d=", "--directories="))]
+    return any(action not in ("read", "skip") for action in actions)
 
 
 def _parse_options(args: tuple[str, ...], spec: _Program) -> tuple[set[str], tuple[str, ...], list[str]] | None:
