@@ -404,10 +404,15 @@ class Subagents:
         from .sandbox.wide import too_wide
 
         reason = too_wide(self.settings.working_directory, self._home)
-        if reason is None:
-            return
-        hosts = "" if self.settings.cwd is not None else " (a host that sends its roots names the project instead)"
-        self.warn_once(f"{_wide_warning(reason)}{hosts}")
+        if reason is not None:
+            hosts = "" if self.settings.cwd is not None else " (a host that sends its roots names the project instead)"
+            self._warn_too_wide(reason, hosts)
+
+    def _warn_too_wide(self, reason: str, hint: str = "") -> None:
+        """Log once per folder that the sandbox cannot confine writes to it (at set-up, or for a run's roots)."""
+        if reason not in self._warned:
+            self._warned.add(reason)
+            logger.warning("%s%s", _wide_warning(reason), hint)
 
     def _sandbox_config(self) -> SandboxConfig:
         """The `sandbox` block of the settings hierarchy for the working directory (read once, when the sandbox is
@@ -849,7 +854,7 @@ class Subagents:
 
         too_wide = self._too_wide(sandbox)
         if too_wide is not None:
-            self.warn_once(_wide_warning(too_wide))
+            self._warn_too_wide(too_wide)
         sandboxed = replace(
             policy, bash_runs="sandboxed", sandbox_auto_allow=self.sandbox_auto_allow, sandbox_too_wide=too_wide
         )
