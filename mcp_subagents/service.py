@@ -406,7 +406,7 @@ class Subagents:
         reason = too_wide(self.settings.working_directory, self._home)
         if reason is not None:
             hosts = "" if self.settings.cwd is not None else " (a host that sends its roots names the project instead)"
-            self._warn_too_wide(reason, hosts)
+            self._warn_too_wide(f"the project folder {reason}", hosts)
 
     def _warn_too_wide(self, reason: str, hint: str = "") -> None:
         """Log once per folder that the sandbox cannot confine writes to it (at set-up, or for a run's roots)."""
@@ -870,14 +870,25 @@ class Subagents:
         """Why the run's sandbox cannot confine writes to a project (its working directory, a root or an
         `allowWrite` folder is /, the home directory or holds it), or None."""
         from .sandbox.layout import resolve_setting_path
-        from .sandbox.wide import first_too_wide
+        from .sandbox.wide import too_wide
 
         home = self._home
-        allowed = [
-            resolve_setting_path(entry, home=home, project=sandbox.cwd)
-            for entry in self.sandbox.config.filesystem.allow_write
+        folders = [
+            ("the project folder", sandbox.cwd),
+            *(("the allowed folder", root) for root in sandbox.roots),
+            *(
+                (
+                    "the sandbox.filesystem.allowWrite folder",
+                    resolve_setting_path(entry, home=home, project=sandbox.cwd),
+                )
+                for entry in self.sandbox.config.filesystem.allow_write
+            ),
         ]
-        return first_too_wide((sandbox.cwd, *sandbox.roots, *allowed), home)
+        for label, folder in folders:
+            reason = too_wide(folder, home)
+            if reason is not None:
+                return f"{label} {reason}"
+        return None
 
     def _run_sandbox(self, policy: PermissionPolicy, cwd: Path, allowed: tuple[Path, ...]) -> RunSandbox | None:
         from .permissions.patterns import DomainPattern, PathPattern

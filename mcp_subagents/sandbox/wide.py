@@ -8,7 +8,6 @@ without asking there, and the sandbox's layout keeps such folders out of the wri
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -28,15 +27,6 @@ def too_wide(folder: Path, home: Path) -> str | None:
     else:
         return None
     return f"{_shown(folder, real)} is {what}, so the sandbox cannot confine writes to a project"
-
-
-def first_too_wide(folders: Iterable[Path], home: Path) -> str | None:
-    """The reason for the first of `folders` that is too wide, or None when none is."""
-    for folder in folders:
-        reason = too_wide(folder, home)
-        if reason is not None:
-            return reason
-    return None
 
 
 def _shown(folder: Path, real: Path) -> str:
