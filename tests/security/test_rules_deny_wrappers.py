@@ -150,5 +150,6 @@ def test_what_runs_inside_is_never_allowed_by_a_rule_for_the_inner_program_nor_r
 def test_ordinary_commands_are_not_mistaken_for_the_denied_one(tmp_path: Path) -> None:
     rules = {"allow": ["Bash"], "deny": ["Bash(rm *)"]}
     for command in ("echo rm | grep rm", "git commit -m 'rm stuff'", "timeout 60 pytest -k rm", "flock /tmp/lock ls",
-                    "source <(echo ls)", "diff <(echo rm) <(echo ls)"):  # fmt: skip
+                    "source <(echo ls)", "diff <(echo rm) <(echo ls)", "xargs -0 grep rm", "sudo -E git rm notes.txt",
+                    "stdbuf -oL grep rm"):  # fmt: skip
         assert verdict(tmp_path, command, **rules) == "allow", command
