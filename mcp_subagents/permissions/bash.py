@@ -180,7 +180,8 @@ def inner_commands(command: SimpleCommand, *, fed: str | None = None) -> Iterato
 
 
 def printed_text(command: SimpleCommand) -> str | None:
-    """What `echo`, `printf` or `cat` with a here-document writes to a pipe, when the command line shows it."""
+    """What `echo`, `printf`, or `cat` of a here-document or `<(cmd)`, writes to a pipe, when the command line shows
+    it."""
     values = command.values[command_start(command.values) :]
     if not values:
         return None
@@ -194,6 +195,9 @@ def printed_text(command: SimpleCommand) -> str | None:
         return _printf_text(arguments[0], arguments[1:]) if arguments else None
     if program == "cat" and len(values) == 1 and command.stdin:
         return "\n".join(command.stdin)
+    if program == "cat" and len(values) == 1 and command.input_scripts:
+        printed = [printed_by(script) for script in command.input_scripts]
+        return "\n".join(text for text in printed if text is not None) or None
     return None
 
 

@@ -113,6 +113,7 @@ READ_FROM_ANOTHER_COMMAND = [
     "printf '%s\\n' 'rm -rf build' | bash",
     "echo -e 'ls\\nrm -rf build' | sh",
     "source <(echo ls; echo rm -rf build)",
+    "cat < <(echo rm -rf build) | bash",
 ]
 
 
