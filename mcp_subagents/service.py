@@ -225,6 +225,13 @@ def permission_gate(
     return PermissionGate(policy, agent=agent, ask=ask, denials=denials, permission_hook=permission_hook)
 
 
+def _wide_warning(reason: str) -> str:
+    return (
+        f"Bash sandbox: {reason}; sandboxed commands are never run without asking there. Start the server with --cwd "
+        "set to the project folder."
+    )
+
+
 def _stopped_at_start(start: StartAnswer) -> RunResult:
     """A SubagentStart hook said `continue: false`: the agent never runs."""
     from .loop import RunResult
@@ -374,14 +381,41 @@ class Subagents:
             self._sandbox_config(),
             "off" if settings.sandbox == "off" else "on" if settings.sandbox == "on" else "auto",
             state_dir=settings.state_dir,
-            home=Path(self.environ.get("HOME") or Path.home()),
+            home=self._home,
             secret_files=[path for path in (settings.auth_token_file, settings.tls_key, settings.tls_cert) if path],
         )
         for unused in sandbox.config.unused:
             logger.info("%s", unused)
         chosen = sandbox.state == "on" or settings.sandbox == "off" or sandbox.config.enabled is False
         (logger.info if chosen else logger.warning)("%s", sandbox.describe())
+        if sandbox.on:
+            self._warn_if_too_wide()
         return sandbox
+
+    @property
+    def _home(self) -> Path:
+        return Path(self.environ.get("HOME") or Path.home())
+
+    @property
+    def sandbox_auto_allow(self) -> bool:
+        """Whether sandboxed Bash runs without asking: `sandbox.autoAllowBashIfSandboxed: true` in the settings, or
+        `--sandbox auto-allow`. Off by default, as in Claude Code."""
+        return self.settings.sandbox == "auto-allow" or self.sandbox.config.auto_allow_bash_if_sandboxed
+
+    def _warn_if_too_wide(self) -> None:
+        """Say at set-up when the folder runs start in cannot be confined to: hosts start servers in / or $HOME."""
+        from .sandbox.wide import too_wide
+
+        reason = too_wide(self.settings.working_directory, self._home)
+        if reason is not None:
+            hosts = "" if self.settings.cwd is not None else " (a host that sends its roots names the project instead)"
+            self._warn_too_wide(f"the project folder {reason}", hosts)
+
+    def _warn_too_wide(self, reason: str, hint: str = "") -> None:
+        """Log once per folder that the sandbox cannot confine writes to it (at set-up, or for a run's roots)."""
+        if reason not in self._warned:
+            self._warned.add(reason)
+            logger.warning("%s%s", _wide_warning(reason), hint)
 
     def _sandbox_config(self) -> SandboxConfig:
         """The `sandbox` block of the settings hierarchy for the working directory (read once, when the sandbox is
@@ -836,8 +870,9 @@ class Subagents:
         sandbox: RunSandbox | None,
         extensions: Extensions,
     ) -> ToolGate:
-        """The permission gate of a run; with the sandbox on, Bash commands that run inside it are checked with
-        `bash_sandboxed` set (they need no approval unless a rule says otherwise)."""
+        """The permission gate of a run; with the sandbox on, each Bash command is checked as the sandbox places it:
+        inside (it runs unasked where the settings say autoAllowBashIfSandboxed and the sandbox confines writes to a
+        project) or outside (it needs an allow rule that names it)."""
 
         def gate_for(checked: PermissionPolicy) -> ToolGate:
             return permission_gate(
@@ -852,10 +887,43 @@ class Subagents:
             return gate_for(policy)
         from .sandbox.gate import SandboxAwareGate
 
-        sandboxed = replace(policy, bash_sandboxed=self.sandbox.config.auto_allow_bash_if_sandboxed)
-        return SandboxAwareGate(
-            sandbox=sandbox, gate=gate_for(policy), sandboxed_gate=gate_for(sandboxed), denials=record.resources.denials
+        too_wide = self._too_wide(sandbox)
+        if too_wide is not None:
+            self._warn_too_wide(too_wide)
+        sandboxed = replace(
+            policy, bash_runs="sandboxed", sandbox_auto_allow=self.sandbox_auto_allow, sandbox_too_wide=too_wide
         )
+        return SandboxAwareGate(
+            sandbox=sandbox,
+            gate=gate_for(policy),
+            sandboxed_gate=gate_for(sandboxed),
+            outside_gate=gate_for(replace(policy, bash_runs="outside_sandbox")),
+            denials=record.resources.denials,
+        )
+
+    def _too_wide(self, sandbox: RunSandbox) -> str | None:
+        """Why the run's sandbox cannot confine writes to a project (its working directory, a root or an
+        `allowWrite` folder is /, the home directory or holds it), or None."""
+        from .sandbox.layout import resolve_setting_path
+        from .sandbox.wide import too_wide
+
+        home = self._home
+        folders = [
+            ("the project folder", sandbox.cwd),
+            *(("the allowed folder", root) for root in sandbox.roots),
+            *(
+                (
+                    "the sandbox.filesystem.allowWrite folder",
+                    resolve_setting_path(entry, home=home, project=sandbox.cwd),
+                )
+                for entry in self.sandbox.config.filesystem.allow_write
+            ),
+        ]
+        for label, folder in folders:
+            reason = too_wide(folder, home)
+            if reason is not None:
+                return f"{label} {reason}"
+        return None
 
     def _run_sandbox(self, policy: PermissionPolicy, cwd: Path, allowed: tuple[Path, ...]) -> RunSandbox | None:
         from .permissions.patterns import DomainPattern, PathPattern

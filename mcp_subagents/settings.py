@@ -121,7 +121,8 @@ class Settings:
     """Serve the browser dashboard next to the MCP server (on 127.0.0.1)."""
     dashboard_port: int = 0
     sandbox: str = "auto"
-    """Bash sandbox: auto (on wherever bubblewrap works), on (refuse to start without it), off."""
+    """Bash sandbox: auto (on wherever bubblewrap works), auto-allow (auto, and sandboxed commands run without asking,
+    as `sandbox.autoAllowBashIfSandboxed: true` says), on (refuse to start without it), off."""
     keep_days: int = 30
     """Task files older than this many days are removed at start (0 keeps everything)."""
 
@@ -380,8 +381,9 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--sandbox",
         "sandbox",
-        "Bash sandbox: auto (on where bubblewrap works), on (required), off (default: auto)",
-        choices=("auto", "on", "off"),
+        "Bash sandbox: auto (on where bubblewrap works), auto-allow (auto, and sandboxed commands run without "
+        "asking), on (required), off (default: auto)",
+        choices=("auto", "auto-allow", "on", "off"),
     ),
     Option(
         "--keep-days",

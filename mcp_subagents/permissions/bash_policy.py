@@ -10,6 +10,7 @@ from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, 
 from .bash_reads import ReadCheck, check_reads
 from .bash_writes import protected_writes
 from .context import (
+    BashRuns,
     PermissionPolicy,
     clip,
     first_rule,
@@ -39,6 +40,7 @@ def bash_verdict(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> 
         problem = ""
     except ShellSyntaxError as exc:
         pieces, problem = None, str(exc)
+    runs = _where_it_runs(policy, arguments)
     deny = _first_bash_rule(policy, "deny", whole, pieces)
     if deny is not None:
         return Verdict("deny", f"{subject} is denied by {deny.where('deny')}.", deny.text)
@@ -46,9 +48,7 @@ def bash_verdict(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> 
     if reads.verdict is not None and reads.verdict.decision == "deny":
         return reads.verdict
     if mode == "plan":
-        if pieces and all(reads.runs_unasked):
-            return Verdict("allow", f"{subject} only reads inside the allowed directories, which plan mode allows.")
-        return plan_denial("Bash")
+        return _plan_verdict(subject, runs, pieces, reads, arguments)
     redirected = _redirect_verdict(policy, mode, subject, pieces or ())
     if redirected is not None and redirected.decision == "deny":
         return redirected
@@ -61,26 +61,113 @@ def bash_verdict(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> 
     if reads.verdict is not None:
         return reads.verdict
     allow_rules = [rule for rule in policy.rules.allow if rule.applies_to("Bash")]
+    if runs == "outside_sandbox":
+        return redirected or _outside_verdict(allow_rules, mode, subject, whole, pieces, arguments)
     verdict = (
         redirected
         or _allowed(allow_rules, mode, subject, whole, pieces, reads.runs_unasked)
         or _mode_fallback(allow_rules, mode, subject, pieces, problem, reads)
     )
     # Only what no rule decided: deny rules, ask rules and protected paths have already answered.
-    if verdict.decision == "ask" and verdict.rule is None and _sandbox_answers(policy, mode, arguments):
-        return Verdict(
-            "allow",
-            f"{subject} runs in the sandbox, which confines what it can write and reach, so {mode} mode runs it "
-            "without asking (sandbox.autoAllowBashIfSandboxed).",
-        )
+    if verdict.decision == "ask" and verdict.rule is None and runs == "sandboxed":
+        return _sandbox_verdict(policy, mode, subject, verdict)
     return verdict
 
 
-def _sandbox_answers(policy: PermissionPolicy, mode: str, arguments: JsonObject) -> bool:
-    """Claude Code's autoAllowBashIfSandboxed: a sandboxed command needs no approval in default or acceptEdits
-    mode, unless the call asks to run outside the sandbox (`dangerouslyDisableSandbox: true`)."""
-    outside = arguments.get("dangerouslyDisableSandbox") is True
-    return policy.bash_sandboxed and not outside and mode in ("default", "acceptEdits")
+_FALSE_WORDS = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
+def asks_to_leave_sandbox(arguments: JsonObject) -> bool:
+    """Whether the call asks to run outside the sandbox, read as the Bash tool reads it: by either spelling of the
+    argument, and any value the tool takes for true (`"true"`, `1`)."""
+    for key in ("dangerouslyDisableSandbox", "dangerously_disable_sandbox"):
+        value = arguments.get(key)
+        if value is None or value is False or (isinstance(value, int | float) and value == 0):
+            continue
+        if isinstance(value, str) and value.strip().lower() in _FALSE_WORDS:
+            continue
+        return True
+    return False
+
+
+def _where_it_runs(policy: PermissionPolicy, arguments: JsonObject) -> BashRuns:
+    # The gate sets the place per call; a call that asks to leave is never taken for a sandboxed one.
+    if policy.bash_runs == "sandboxed" and asks_to_leave_sandbox(arguments):
+        return "outside_sandbox"
+    return policy.bash_runs
+
+
+def _plan_verdict(
+    subject: str,
+    runs: BashRuns,
+    pieces: tuple[SimpleCommand, ...] | None,
+    reads: ReadCheck,
+    arguments: JsonObject,
+) -> Verdict:
+    if runs == "outside_sandbox":
+        denial = plan_denial("Bash")
+        why = _leaving_reason(arguments)
+        return Verdict("deny", f"{denial.reason} {subject} would run outside the sandbox ({why}).")
+    if pieces and all(reads.runs_unasked):
+        return Verdict("allow", f"{subject} only reads inside the allowed directories, which plan mode allows.")
+    return plan_denial("Bash")
+
+
+def _outside_verdict(
+    allow_rules: list[PermissionRule],
+    mode: str,
+    subject: str,
+    whole: str,
+    pieces: tuple[SimpleCommand, ...] | None,
+    arguments: JsonObject,
+) -> Verdict:
+    """A command that leaves the sandbox runs without asking only by allow rules that cover every part of it, or in
+    bypassPermissions mode: nothing confines what it does, so neither "it only reads" nor acceptEdits counts."""
+    covered = _allowed(allow_rules, mode, subject, whole, pieces, tuple(False for _ in pieces or ()))
+    if covered is not None:
+        return covered
+    if mode == "bypassPermissions":
+        return Verdict("allow", "bypassPermissions mode allows every call that no deny or ask rule matches.")
+    statement = (
+        f"{subject} asks to run outside the sandbox ({_leaving_reason(arguments)}), where nothing confines what it "
+        "reads, writes or runs; only an allow rule that matches the command, or bypassPermissions mode, lets such a "
+        "command run without asking"
+    )
+    if pieces is not None and len(pieces) == 1:
+        suggestion, broader = _bash_suggestions(pieces[0])
+    else:
+        suggestion, broader = f"Bash({_literal(whole)})", None
+    return needs_approval(mode, statement, suggestion, broader=broader)
+
+
+def _leaving_reason(arguments: JsonObject) -> str:
+    if asks_to_leave_sandbox(arguments):
+        return "it sets dangerouslyDisableSandbox"
+    return "it matches sandbox.excludedCommands"
+
+
+def _sandbox_verdict(policy: PermissionPolicy, mode: str, subject: str, verdict: Verdict) -> Verdict:
+    """Claude Code's autoAllowBashIfSandboxed: in default and acceptEdits mode a sandboxed command no rule decided
+    runs without asking, when the settings turn it on and the sandbox confines writes to a project."""
+    if mode not in ("default", "acceptEdits"):
+        return verdict
+    if not policy.sandbox_auto_allow:
+        how = (
+            "Sandboxed commands run without asking only when the settings say sandbox.autoAllowBashIfSandboxed: "
+            "true (or the server runs with --sandbox auto-allow)."
+        )
+        return Verdict("ask", f"{verdict.reason} {how}")
+    if policy.sandbox_too_wide is not None:
+        why = (
+            f"The sandbox does not let it run without asking: {policy.sandbox_too_wide}. Start the server with --cwd "
+            "set to the project folder (or let the host send its roots) so that sandboxed commands can run unasked."
+        )
+        return Verdict("ask", f"{verdict.reason} {why}")
+    return Verdict(
+        "allow",
+        f"{subject} runs in the sandbox, which confines what it can write and reach, so {mode} mode runs it "
+        "without asking (sandbox.autoAllowBashIfSandboxed).",
+    )
 
 
 def _allowed(
@@ -135,7 +222,9 @@ def _mode_fallback(
     )
     suggestion, broader = _bash_suggestions(pending)
     if pending is not None and read_only(pending) is not None and reads.first_problem is not None:
-        why, suggestion = reads.first_problem
+        why, suggested = reads.first_problem
+        # A Read rule for the path, where there is one; else this exact command (never Bash as a whole).
+        suggestion = suggested if suggested != "Bash" else suggestion
         broader = None
         statement = f"{subject} {why}"
     elif pending is not None and pending.substitution:

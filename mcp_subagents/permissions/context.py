@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, TypeAlias
 
 from ..json_values import JsonObject
 from .modes import normalize_mode
@@ -21,6 +22,8 @@ READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead"
 one, as in Claude Code: the subagent's own tool calls are checked like any other."""
 
 _CLIP = 120
+
+BashRuns: TypeAlias = Literal["unconfined", "sandboxed", "outside_sandbox"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,9 +44,17 @@ class PermissionPolicy:
     """Where `/path` rules are anchored; None means `cwd`."""
     protected: ProtectedPaths = field(default_factory=ProtectedPaths)
     """The server's own configuration, which no mode lets a subagent change without a rule naming it."""
-    bash_sandboxed: bool = False
-    """Bash runs inside the OS sandbox: a command no rule decided runs without asking in default and acceptEdits
-    mode (Claude Code's `autoAllowBashIfSandboxed`), unless the call sets `dangerouslyDisableSandbox: true`."""
+    bash_runs: BashRuns = "unconfined"
+    """Where a Bash command runs, set per call by the sandbox's gate: "unconfined" (this server has no sandbox, so
+    the ordinary check applies), "sandboxed", or "outside_sandbox" (the sandbox is on but this command leaves it:
+    `dangerouslyDisableSandbox` or `sandbox.excludedCommands`). A command outside the sandbox runs only by an allow
+    rule that names it or in bypassPermissions mode: the read-only classifier never decides for it."""
+    sandbox_auto_allow: bool = False
+    """`sandbox.autoAllowBashIfSandboxed` (or `--sandbox auto-allow`): a sandboxed command no rule decided runs
+    without asking in default and acceptEdits mode."""
+    sandbox_too_wide: str | None = None
+    """Why the sandbox cannot confine writes to a project (the project or a writable root is `/`, the home
+    directory or a folder holding it): then no sandboxed command runs without asking, whatever the settings say."""
 
     @property
     def allowed_roots(self) -> tuple[Path, ...]:

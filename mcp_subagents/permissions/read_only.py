@@ -7,13 +7,20 @@ prove it: its program is in the table, every option is safe, no word is changed 
 (an unknown program, an option this table does not know to be safe where that matters) is not read-only, and the
 normal permission check applies. Which files a read-only command reads is returned, so the caller can keep it
 inside the allowed directories and apply Read rules to it.
+
+Unsafe is whatever a command can be told to do beyond reading what it names: write a file, run a program (git's
+pager, external diff and filters; rg's preprocessor), read a list of other files (`--files0-from`, `sha256sum -c`),
+or follow symbolic links out of the folders it reads (`grep -R`, `rg -L`, `find -L`, `du -L`, `tree -l`, `ls -RL`,
+`diff -r` without `--no-dereference`). This module reads words only; where git looks for its repository, and
+whether an operand is a folder, the caller checks on the filesystem (`repository_from`, `follows_links`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from .bash import SimpleCommand
@@ -31,15 +38,25 @@ class Reads:
     """Folders whose files' contents it reads, recursively (`grep -r`, `rg`)."""
     moves_to: str | None = None
     """The folder `cd` or `pushd` moves to: later relative paths may be relative to it."""
+    repository_from: str | None = None
+    """For git: the folder it looks for its repository from (`.`, or where `-C` points). Only the project's own
+    repository is read-only: another one (nested, or a bare one carried as plain files) runs its own configuration."""
+    follows_links: bool = False
+    """It follows symbolic links it finds inside folder operands (`diff dir1 dir2`), so a folder operand could lead
+    it anywhere: only file operands are read-only."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Program:
     operands: Operands = "files"
     unsafe: frozenset[str] = frozenset()
-    """Options that write a file or run a program: `-o` (short) or `--output` (long, abbreviations included)."""
+    """Options that write a file, run a program, follow links out of the folders it reads or read a list of other
+    files: `-o` (short) or `--output` (long, abbreviations included)."""
     with_value: frozenset[str] = frozenset()
-    """Options whose value is the next word (short ones may also carry it attached)."""
+    """Options whose value is the next word (short ones may also carry it attached). Only options whose value is
+    required: one with an optional value (`--color[=WHEN]`) takes it after `=` only."""
+    file_options: frozenset[str] = frozenset()
+    """Options (also in `with_value`) whose value is a file it reads (`grep -f PATTERNS_FILE`)."""
     recursive: frozenset[str] = frozenset()
     """Options that make it read the files inside folder operands."""
     pattern_options: frozenset[str] = frozenset()
@@ -48,6 +65,8 @@ class _Program:
     """More operands than this would write (`uniq IN OUT`) or change something (`hostname NAME`)."""
     searches_folders: bool = False
     """It reads folders recursively by itself (`rg`); without operands, the working directory."""
+    unsafe_together: tuple[frozenset[str], ...] = ()
+    """Groups of options unsafe only together (`ls -R` with `ls -L` lists the folders links point to)."""
 
 
 def _set(*names: str) -> frozenset[str]:
@@ -56,24 +75,30 @@ def _set(*names: str) -> frozenset[str]:
 
 _TEXT = _Program(operands="text")
 _FILES = _Program()
+_CHECKSUM = _Program(unsafe=_set("-c", "--check"))  # --check reads the files a list names
 _GREP = _Program(
     operands="pattern then files",
+    unsafe=_set("-R", "--dereference-recursive"),
     with_value=_set("-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--regexp", "--file", "--max-count",
                     "--after-context", "--before-context", "--context", "--directories", "--devices", "--include",
-                    "--exclude", "--exclude-dir", "--exclude-from", "--label", "--binary-files", "--color", "--colour"),
-    recursive=_set("-r", "-R", "--recursive", "--dereference-recursive"),
+                    "--exclude", "--exclude-dir", "--exclude-from", "--label", "--binary-files",
+                    "--group-separator"),
+    file_options=_set("-f", "--file", "--exclude-from"),
+    recursive=_set("-r", "--recursive", "-d=recurse", "--directories=recurse"),
     pattern_options=_set("-e", "-f", "--regexp", "--file"),
 )  # fmt: skip
 _RG = _Program(
     operands="pattern then files",
-    unsafe=_set("--pre", "--hostname-bin"),
+    # --pre and --hostname-bin run a program, -z runs decompressors, -L follows links anywhere.
+    unsafe=_set("--pre", "--hostname-bin", "-L", "--follow", "-z", "--search-zip"),
     with_value=_set("-e", "-f", "-g", "-t", "-T", "-m", "-A", "-B", "-C", "-M", "-j", "-E", "-d", "-r", "--regexp",
                     "--file", "--glob", "--iglob", "--type", "--type-not", "--type-add", "--type-clear",
                     "--max-count", "--after-context", "--before-context", "--context", "--max-columns", "--threads",
                     "--encoding", "--max-depth", "--max-filesize", "--sort", "--sortr", "--replace", "--colors",
                     "--color", "--context-separator", "--field-match-separator", "--field-context-separator",
                     "--path-separator", "--ignore-file", "--engine", "--dfa-size-limit", "--regex-size-limit",
-                    "--pre-glob"),
+                    "--pre-glob", "--hyperlink-format"),
+    file_options=_set("-f", "--file", "--ignore-file"),
     pattern_options=_set("-e", "-f", "--regexp", "--file", "--files", "--type-list"),
     searches_folders=True,
 )  # fmt: skip
@@ -81,39 +106,46 @@ _RG = _Program(
 PROGRAMS: dict[str, _Program] = {
     # Files in, text out.
     **dict.fromkeys(
-        ("cat", "nl", "od", "hexdump", "strings", "tac", "rev", "fold", "expand", "unexpand", "fmt", "column",
-         "paste", "pr", "tsort", "comm", "cmp", "sha256sum", "sha1sum", "sha512sum", "md5sum", "cksum", "b2sum",
-         "ls", "readlink", "realpath", "stat"),
+        ("cat", "nl", "od", "tac", "rev", "fold", "expand", "unexpand", "fmt", "column", "paste", "pr", "tsort",
+         "comm", "cmp", "readlink", "realpath", "stat"),
         _FILES,
     ),
+    **dict.fromkeys(("sha256sum", "sha1sum", "sha224sum", "sha384sum", "sha512sum", "md5sum", "cksum", "b2sum"),
+                    _CHECKSUM),
+    "ls": _Program(unsafe_together=(_set("-R", "--recursive"), _set("-L", "--dereference"))),
+    "hexdump": _Program(with_value=_set("-e", "-f", "-n", "-s", "--format", "--format-file", "--length", "--skip"),
+                        file_options=_set("-f", "--format-file")),
+    "strings": _Program(with_value=_set("-n", "-t", "-e", "-T", "-s", "--bytes", "--radix", "--encoding", "--target",
+                                        "--output-separator")),
     "head": _Program(with_value=_set("-n", "-c", "--lines", "--bytes")),
     "tail": _Program(with_value=_set("-n", "-c", "-s", "--lines", "--bytes", "--pid", "--sleep-interval",
                                      "--max-unchanged-stats")),
     "wc": _Program(unsafe=_set("--files0-from")),
-    "du": _Program(unsafe=_set("--files0-from"), with_value=_set("-d", "-B", "-t", "--max-depth", "--block-size",
-                                                                  "--threshold", "--exclude", "--time-style")),
-    "df": _Program(with_value=_set("-B", "-t", "-x", "--block-size", "--type", "--exclude-type", "--output")),
-    "tree": _Program(unsafe=_set("-o"), with_value=_set("-L", "-P", "-I", "-H", "-T", "--filelimit", "--charset",
-                                                          "--sort", "--timefmt")),
+    "du": _Program(unsafe=_set("--files0-from", "-L", "--dereference"),
+                   with_value=_set("-d", "-B", "-t", "-X", "--max-depth", "--block-size", "--threshold", "--exclude",
+                                   "--exclude-from", "--time-style"),
+                   file_options=_set("-X", "--exclude-from")),
+    "df": _Program(with_value=_set("-B", "-t", "-x", "--block-size", "--type", "--exclude-type")),
+    # -l follows links anywhere; -o writes a file, and -R writes one into every folder (00Tree.html).
+    "tree": _Program(unsafe=_set("-o", "-l", "-R", "--fromfile", "--infofile", "--hintro", "--houtro", "--gitfile"),
+                     with_value=_set("-L", "-P", "-I", "-H", "-T", "--filelimit", "--charset", "--sort",
+                                     "--timefmt")),
     "file": _Program(unsafe=_set("-C", "--compile", "-f", "--files-from"),
                      with_value=_set("-m", "-F", "-P", "-e", "--magic-file", "--separator", "--exclude",
-                                     "--parameter")),
+                                     "--parameter"),
+                     file_options=_set("-m", "--magic-file")),
     "cut": _Program(with_value=_set("-b", "-c", "-d", "-f", "--bytes", "--characters", "--delimiter", "--fields",
                                     "--output-delimiter")),
-    "sort": _Program(unsafe=_set("-o", "--output", "--compress-program"),
-                     with_value=_set("-k", "-t", "-S", "-T", "--key", "--field-separator", "--buffer-size",
-                                     "--temporary-directory", "--parallel", "--batch-size", "--sort",
-                                     "--files0-from", "--random-source")),
-    "uniq": _Program(with_value=_set("-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars",
-                                     "--group", "--all-repeated"), max_operands=1),
+    # -T and --compress-program write or run, --files0-from and --random-source read other files.
+    "sort": _Program(unsafe=_set("-o", "--output", "--compress-program", "-T", "--temporary-directory",
+                                 "--files0-from", "--random-source"),
+                     with_value=_set("-k", "-t", "-S", "--key", "--field-separator", "--buffer-size", "--parallel",
+                                     "--batch-size", "--sort")),
+    "uniq": _Program(with_value=_set("-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"),
+                     max_operands=1),
     "base64": _Program(with_value=_set("-w", "--wrap"), max_operands=1),
     "xxd": _Program(unsafe=_set("-r", "--revert"), with_value=_set("-c", "-g", "-l", "-s", "-o", "-n"),
                     max_operands=1),
-    "diff": _Program(unsafe=_set("--to-file", "--from-file"),
-                     with_value=_set("-x", "-X", "-I", "-F", "-L", "-W", "-C", "-U", "--exclude", "--exclude-from",
-                                     "--ignore-matching-lines", "--label", "--width", "--tabsize", "--line-format",
-                                     "--starting-file", "--horizon-lines", "--color", "--palette"),
-                     recursive=_set("-r", "--recursive")),
     "grep": _GREP,
     "egrep": _GREP,
     "fgrep": _GREP,
@@ -122,16 +154,31 @@ PROGRAMS: dict[str, _Program] = {
     **dict.fromkeys(
         ("echo", "tr", "seq", "expr", "basename", "dirname", "which", "type", "whereis", "uname", "id", "whoami",
          "groups", "nproc", "uptime", "free", "locale", "arch", "cal", "sleep", "true", "false", ":", "numfmt",
-         "ps", "pgrep", "pidof", "tty"),
+         "pgrep", "pidof", "tty"),
         _TEXT,
     ),
     "printf": _Program(operands="text", unsafe=_set("-v")),
     "date": _Program(operands="text", unsafe=_set("-s", "--set", "-f", "--file"),
-                     with_value=_set("-d", "-r", "-I", "--date", "--reference", "--iso-8601")),
+                     with_value=_set("-d", "-r", "--date", "--reference")),
     "hostname": _Program(operands="text", unsafe=_set("-F", "-b", "--file", "--boot"), max_operands=0),
     "pwd": _Program(operands="text", max_operands=0),
 }  # fmt: skip
-"""Read-only programs checked option by option. find, sed, git, jq, test and cd have their own checks."""
+"""Read-only programs checked option by option. find, sed, git, jq, test, cd, diff and ps have their own checks."""
+
+_DIFF = _Program(
+    unsafe=_set("--to-file", "--from-file"),
+    with_value=_set("-x", "-X", "-I", "-F", "-L", "-W", "-C", "-U", "-D", "-S", "--exclude", "--exclude-from",
+                    "--ignore-matching-lines", "--label", "--width", "--tabsize", "--line-format", "--starting-file",
+                    "--horizon-lines", "--palette", "--ifdef"),
+    file_options=_set("-X", "--exclude-from"),
+    recursive=_set("-r", "--recursive"),
+)  # fmt: skip
+_PS = _Program(
+    operands="text",
+    with_value=_set("-C", "-G", "-U", "-g", "-p", "-q", "-s", "-t", "-u", "-o", "-O", "--cols", "--columns",
+                    "--format", "--group", "--Group", "--pid", "--ppid", "--quick-pid", "--sid", "--sort", "--tty",
+                    "--user", "--User", "--width", "--lines", "--rows"),
+)  # fmt: skip
 
 SAFE_VARIABLES = frozenset(
     {"LANG", "LANGUAGE", "TZ", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "TERM", "COLUMNS",
@@ -146,10 +193,13 @@ _HARMLESS_WRAPPERS: dict[str, frozenset[str]] = {
     "timeout": _set("-s", "-k", "--signal", "--kill-after"),
 }
 _FIND_UNSAFE = _set("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls",
-                    "-files0-from")  # fmt: skip
-_JQ_UNSAFE = _set("-f", "--from-file", "-L", "--rawfile", "--slurpfile", "--run-tests")
+                    "-files0-from", "-follow", "-L")  # fmt: skip
+_JQ_UNSAFE = _set("-f", "--from-file", "-L", "--library-path", "--rawfile", "--slurpfile", "--argfile", "--run-tests")
 _JQ_TWO_VALUES = _set("--arg", "--argjson")
 _JQ_ONE_VALUE = _set("--indent", "--seq-sep")
+_JQ_READS_MORE = re.compile(r"\benv\b|\$ENV\b|\binput_filename\b|\$__loc__|\$__prog|\bimport\b|\binclude\b|"
+                            r"\bmodulemeta\b|\bget_search_list\b")  # fmt: skip
+"""A filter that reads the environment or loads modules from files (`import`, `include`)."""
 
 
 def read_only(piece: SimpleCommand) -> Reads | None:
@@ -166,10 +216,13 @@ def read_only(piece: SimpleCommand) -> Reads | None:
         return None
     if not values:
         return Reads(files=inputs)
+    # Whatever the program, a list of files to read from a file (`--files0-from`) is not what its words show.
+    if any(word.startswith("--files0") or word == "-files0-from" for word in values[1:]):
+        return None
     reads = _classify(values[0], values[1:])
     if reads is None:
         return None
-    return Reads(files=(*inputs, *reads.files), trees=reads.trees, moves_to=reads.moves_to)
+    return replace(reads, files=(*inputs, *reads.files))
 
 
 def _without_safe_prefix(values: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -212,30 +265,37 @@ def _classify(program: str, args: tuple[str, ...]) -> Reads | None:
 
 
 def _by_table(spec: _Program, args: tuple[str, ...]) -> Reads | None:
-    parsed = _parse_options(args, unsafe=spec.unsafe, with_value=spec.with_value)
+    parsed = _parse_options(args, spec)
     if parsed is None:
         return None
-    options, operands = parsed
+    options, operands, option_files = parsed
+    if spec.unsafe_together and all(options & group for group in spec.unsafe_together):
+        return None
     if spec.max_operands is not None and len(operands) > spec.max_operands:
         return None
     if spec.operands == "text":
         return Reads()
     if spec.operands == "pattern then files" and not options & spec.pattern_options:
         operands = operands[1:]
-    recursive = bool(options & spec.recursive) or bool(options & {"-d=recurse", "--directories=recurse"})
+    recursive = bool(options & spec.recursive) or (spec is _GREP and _grep_recurses(options))
     if spec.searches_folders or recursive:
-        return Reads(files=operands, trees=operands or (".",))
-    return Reads(files=operands)
+        return Reads(files=(*option_files, *operands), trees=operands or (".",))
+    return Reads(files=(*option_files, *operands))
 
 
-def _parse_options(
-    args: tuple[str, ...], *, unsafe: frozenset[str], with_value: frozenset[str]
-) -> tuple[set[str], tuple[str, ...]] | None:
-    """(options seen, also as `name=value` when they take one; operands), or None when an unsafe option appears.
-    Long options may be abbreviated, as GNU getopt allows: `--out` counts as `--output`."""
+def _grep_recurses(options: set[str]) -> bool:
+    """grep's `-d ACTION` takes abbreviations (`-d rec`): anything but `read` and `skip` may recurse."""
+    actions = [option.partition("=")[2] for option in options if option.startswith(("-d=", "--directories="))]
+    return any(action not in ("read", "skip") for action in actions)
+
+
+def _parse_options(args: tuple[str, ...], spec: _Program) -> tuple[set[str], tuple[str, ...], list[str]] | None:
+    """(options seen, also as `name=value` when they take one; operands; files named by option values), or None
+    when an unsafe option appears. Long options may be abbreviated, as GNU getopt allows: `--out` counts as
+    `--output`, and counts as unsafe when it could be the start of an unsafe option."""
     options: set[str] = set()
     operands: list[str] = []
-    unsafe_long = [name for name in unsafe if name.startswith("--")]
+    files: list[str] = []
     index = 0
     while index < len(args):
         word = args[index]
@@ -244,44 +304,108 @@ def _parse_options(
             operands += args[index:]
             break
         if word.startswith("--"):
-            name, equals, value = word.partition("=")
-            if name in unsafe or any(option.startswith(name) for option in unsafe_long):
+            written, equals, value = word.partition("=")
+            if any(option.startswith(written) for option in spec.unsafe if option.startswith("--")):
                 return None
+            name = _full_name(written, spec)
             options.add(name)
-            if name in with_value and not equals and index < len(args):
+            if name in spec.with_value and not equals and index < len(args):
                 value = args[index]
                 index += 1
-            if value:
+            if value or equals:
                 options.add(f"{name}={value}")
+            if name in spec.file_options and value:
+                files.append(value)
         elif word.startswith("-") and len(word) > 1:
-            for position, letter in enumerate(word[1:], start=1):
-                option = f"-{letter}"
-                if option in unsafe:
-                    return None
-                options.add(option)
-                if option in with_value:
-                    value = word[position + 1 :]
-                    if not value and index < len(args):
-                        value = args[index]
-                        index += 1
-                    options.add(f"{option}={value}")
-                    break
+            taken = _short_options(word, args[index] if index < len(args) else None, spec)
+            if taken is None:
+                return None
+            found, value, used_next = taken
+            options |= found
+            index += used_next
+            if value is not None and found & spec.file_options:
+                files.append(value)
         else:
             operands.append(word)
-    return options, tuple(operands)
+    return options, tuple(operands), files
+
+
+def _full_name(written: str, spec: _Program) -> str:
+    """A long option as its full name when the abbreviation names one known option (`--dir` is `--directories`)."""
+    known = {
+        name.partition("=")[0]
+        for group in (spec.with_value, spec.recursive, spec.pattern_options, spec.file_options, *spec.unsafe_together)
+        for name in group
+        if name.startswith("--")
+    }
+    if written in known:
+        return written
+    candidates = [name for name in known if name.startswith(written)]
+    return candidates[0] if len(candidates) == 1 else written
+
+
+def _short_options(word: str, following: str | None, spec: _Program) -> tuple[set[str], str | None, int] | None:
+    """The options of a cluster (`-rn`, `-A3`, `-e PATTERN`), the value the last one takes, and whether it took the
+    next word; None when one is unsafe."""
+    found: set[str] = set()
+    for position, letter in enumerate(word[1:], start=1):
+        option = f"-{letter}"
+        if option in spec.unsafe:
+            return None
+        found.add(option)
+        if option in spec.with_value:
+            value = word[position + 1 :]
+            if value:
+                found.add(f"{option}={value}")
+                return found, value, 0
+            if following is None:
+                return found, None, 0
+            found.add(f"{option}={following}")
+            return found, following, 1
+    return found, None, 0
 
 
 def _find(args: tuple[str, ...]) -> Reads | None:
+    if any(word in _FIND_UNSAFE for word in args):
+        return None
     index = 0
-    while index < len(args) and (args[index] in ("-H", "-L", "-P", "-D") or args[index].startswith("-O")):
+    while index < len(args) and (args[index] in ("-H", "-P", "-D") or args[index].startswith("-O")):
         index += 2 if args[index] == "-D" else 1
     places: list[str] = []
     while index < len(args) and not args[index].startswith(("-", "(", "!", ")")):
         places.append(args[index])
         index += 1
-    if any(word in _FIND_UNSAFE for word in args[index:]):
-        return None
     return Reads(files=tuple(places) or (".",))
+
+
+def _diff(args: tuple[str, ...]) -> Reads | None:
+    """GNU diff follows symbolic links inside the folders it compares unless told `--no-dereference`: recursively
+    that reaches anywhere, so `-r` needs it; without `-r`, folder operands do."""
+    parsed = _parse_options(args, _DIFF)
+    if parsed is None:
+        return None
+    options, operands, option_files = parsed
+    follows = not any(option.startswith("--no-d") and "--no-dereference".startswith(option) for option in options)
+    recursive = bool(options & _DIFF.recursive)
+    if recursive and follows:
+        return None
+    files = (*option_files, *operands)
+    return Reads(files=files, trees=operands if recursive else (), follows_links=follows)
+
+
+def _ps(args: tuple[str, ...]) -> Reads | None:
+    """ps without its BSD `e` option, which prints the environment of other processes (keys and tokens)."""
+    parsed = _parse_options(args, _PS)
+    if parsed is None or any("e" in word for word in parsed[1]):
+        return None
+    return Reads()
+
+
+def _strings(args: tuple[str, ...]) -> Reads | None:
+    """strings reads more options from `@FILE`, which its words do not show."""
+    if any(word.startswith("@") for word in args):
+        return None
+    return _by_table(PROGRAMS["strings"], args)
 
 
 def _sed(args: tuple[str, ...]) -> Reads | None:
@@ -362,11 +486,30 @@ def _past_sed_arguments(command: str) -> int | None:
 _GIT_GLOBAL_FLAGS = _set("--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--glob-pathspecs",
                          "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects", "--paginate",
                          "-p")  # fmt: skip
-_GIT_OUTPUT_UNSAFE = _set("--output", "--ext-diff", "--no-index", "-O", "--open-files-in-pager")
+"""Options before the subcommand that change nothing it runs or reads. Everything else there (`-c`, `--config-env`,
+`--exec-path`, `--git-dir`, `--work-tree`, `--namespace`, `--super-prefix`, `--bare`, ...) is not read-only."""
+_GIT_UNSAFE_LONG = _set("--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--no-index", "--orderfile",
+                        "--recurse-submodules", "--submodule", "--contents", "--ignore-revs-file", "--exclude-from",
+                        "--filters", "--file", "--blob", "--includes", "--exec", "--upload-pack", "--receive-pack",
+                        "--edit")  # fmt: skip
+"""Subcommand options that write a file, run a program (a pager, an external diff, a text conversion or a filter
+driver), look into another repository (submodules) or read files the command line does not name. Git accepts
+abbreviations, so any start of one of these counts."""
+_GIT_SAFE_LONG = _set("--exclude", "--text", "--filter", "--ignore-rev", "--no-textconv", "--no-ext-diff")
+"""Options that are the start of an unsafe one but, written in full, are themselves."""
+_GIT_UNSAFE_SHORT = {
+    "grep": "Of",  # -O runs a pager on the matching files; -f reads patterns from any file
+    "blame": "S",  # -S reads revisions from any file
+    "annotate": "S",
+    "ls-files": "X",  # -X reads exclude patterns from any file
+    "config": "fe",  # -f reads another config file; -e edits
+}
+"""Short options per subcommand that do the same; `-O` (a pager for grep, an order file for the diff family) is
+unsafe everywhere."""
 _GIT_READERS = _set("status", "log", "show", "diff", "shortlog", "blame", "annotate", "grep", "rev-parse",
                     "rev-list", "describe", "ls-files", "ls-tree", "cat-file", "for-each-ref", "show-ref",
                     "merge-base", "name-rev", "count-objects", "version", "diff-tree", "diff-files", "diff-index",
-                    "check-ignore", "check-attr", "whatchanged", "show-branch", "cherry", "help")  # fmt: skip
+                    "check-ignore", "check-attr", "whatchanged", "show-branch", "cherry")  # fmt: skip
 _GIT_LISTERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     # subcommand: (options allowed, options that allow operands as patterns)
     "branch": (
@@ -385,6 +528,7 @@ _GIT_CONFIG_READS = _set("--get", "--get-all", "--get-regexp", "--get-urlmatch",
                          "--get-colorbool")  # fmt: skip
 _GIT_CONFIG_WRITES = _set("--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section",
                           "-e", "--edit")  # fmt: skip
+_GLOB_CHARACTERS = frozenset("*?[")
 
 
 def _git(args: tuple[str, ...]) -> Reads | None:
@@ -399,15 +543,31 @@ def _git(args: tuple[str, ...]) -> Reads | None:
             index += 1
         else:
             return None  # -c, --config-env, --exec-path, --git-dir, --work-tree and the like
-    if index >= len(args):
+    if index >= len(args) or any(_GLOB_CHARACTERS & set(place) for place in places):
         return None
     subcommand, rest = args[index], args[index + 1 :]
-    if not _git_reads_only(subcommand, rest):
+    if not _git_options_safe(subcommand, rest) or not _git_reads_only(subcommand, rest):
         return None
     # `git show HEAD:.env` prints a file as committed; `git grep` searches the files of the working tree.
     committed = [word.partition(":")[2] for word in rest if ":" in word and not word.startswith("-")]
-    trees = (".",) if subcommand == "grep" else ()
-    return Reads(files=(*places, *(path for path in committed if path)), trees=trees)
+    # Each -C is relative to the one before it: `-C src -C ../sub` is `sub`.
+    folders = [os.path.join(*places[: count + 1]) for count in range(len(places))]
+    start = folders[-1] if folders else "."
+    trees = (start,) if subcommand == "grep" else ()
+    return Reads(files=(*folders, *(path for path in committed if path)), trees=trees, repository_from=start)
+
+
+def _git_options_safe(subcommand: str, rest: tuple[str, ...]) -> bool:
+    before_paths = rest[: rest.index("--")] if "--" in rest else rest
+    unsafe_letters = set("O" + _GIT_UNSAFE_SHORT.get(subcommand, ""))
+    for word in before_paths:
+        if word.startswith("--"):
+            name = word.partition("=")[0]
+            if name not in _GIT_SAFE_LONG and any(option.startswith(name) for option in _GIT_UNSAFE_LONG):
+                return False
+        elif word.startswith("-") and unsafe_letters & set(word[1:]):
+            return False  # a cluster (`-nO'cmd'`): any letter counts, a value's too
+    return True
 
 
 def _git_reads_only(subcommand: str, rest: tuple[str, ...]) -> bool:
@@ -415,11 +575,7 @@ def _git_reads_only(subcommand: str, rest: tuple[str, ...]) -> bool:
     options = [word for word in before_paths if word.startswith("-")]
     names = {word.partition("=")[0] for word in options}
     if subcommand in _GIT_READERS:
-        unsafe_long = [name for name in _GIT_OUTPUT_UNSAFE if name.startswith("--")]
-        return not any(
-            name in _GIT_OUTPUT_UNSAFE or (name.startswith("--") and any(u.startswith(name) for u in unsafe_long))
-            for name in names
-        )
+        return True
     if subcommand in _GIT_LISTERS:
         allowed, listing = _GIT_LISTERS[subcommand]
         operands = [word for word in rest if not word.startswith("-")]
@@ -432,11 +588,12 @@ def _git_reads_only(subcommand: str, rest: tuple[str, ...]) -> bool:
     if subcommand == "remote":
         return rest in ((), ("-v",), ("--verbose",)) or (rest[:1] == ("get-url",) and len(rest) >= 2)
     if subcommand == "stash":
-        return rest[:1] in (("list",), ("show",)) and not names & _GIT_OUTPUT_UNSAFE
+        return rest[:1] in (("list",), ("show",))
     if subcommand == "worktree":
         return rest[:1] == ("list",)
     if subcommand == "reflog":
-        return not rest or rest[0] == "show" or rest[0].startswith("-")
+        changes = {"expire", "delete", "drop"} & set(rest)
+        return not changes and (not rest or rest[0] == "show" or rest[0].startswith("-"))
     return False
 
 
@@ -465,7 +622,7 @@ def _jq(args: tuple[str, ...]) -> Reads | None:
         return Reads()
     program, files = operands[0], operands[1:]
     # The environment is scrubbed of known secrets, but a filter has no business reading it.
-    if re.search(r"\benv\b|\$ENV\b|\binput_filename\b|\$__loc__", program):
+    if _JQ_READS_MORE.search(program):
         return None
     return Reads(files=tuple(files))
 
@@ -492,6 +649,9 @@ _SPECIAL: dict[str, Callable[[tuple[str, ...]], Reads | None]] = {
     "git": _git,
     "jq": _jq,
     "test": _test,
+    "diff": _diff,
+    "ps": _ps,
+    "strings": _strings,
     "[": _test,
     "cd": _cd,
     "pushd": _cd,

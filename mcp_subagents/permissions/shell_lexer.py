@@ -32,6 +32,15 @@ class Redirect:
 
 
 @dataclass(frozen=True, slots=True)
+class Substitution:
+    """A word that is one substitution and nothing else: `$(cmd)`, `"$(cmd)"`, backticks, or `<(cmd)`."""
+
+    code: str
+    process: bool
+    """`<(cmd)` or `>(cmd)`: the word becomes the name of a file to read the output from (or write to)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SimpleCommand:
     words: tuple[str, ...]
     """The words as written, quotes kept; redirections and leading reserved words removed."""
@@ -52,6 +61,10 @@ class SimpleCommand:
     """The text of its here-strings and here-documents: what a shell reading its input would run."""
     piped: bool = False
     """Its input is the output of the command before it (`a | b`)."""
+    substitutions: tuple[Substitution | None, ...] = ()
+    """Per word: the substitution the word is, when it is nothing else. Empty when unknown."""
+    input_scripts: tuple[str, ...] = ()
+    """Code whose output is the command's standard input: `< <(cmd)`, `<<< "$(cmd)"`."""
 
     @property
     def text(self) -> str:
@@ -87,6 +100,8 @@ class _Word:
     known: bool
     dynamic: bool = False
     """The shell changes it when it runs: `$` expansions, substitutions, or brace expansion (`{a,b}`)."""
+    whole: Substitution | None = None
+    """The substitution the word is, when it is nothing else."""
 
 
 @dataclass(slots=True)
@@ -97,6 +112,7 @@ class _Builder:
     scripts: list[str] = field(default_factory=lambda: [])
     feeds: list[str] = field(default_factory=lambda: [])
     stdin: list[str] = field(default_factory=lambda: [])
+    input_scripts: list[str] = field(default_factory=lambda: [])
     piped: bool = False
 
     def build(self) -> SimpleCommand | None:
@@ -118,6 +134,8 @@ class _Builder:
             feeds=tuple(self.feeds),
             stdin=tuple(self.stdin),
             piped=self.piped,
+            substitutions=tuple(word.whole for word in words),
+            input_scripts=tuple(self.input_scripts),
         )
 
 
@@ -225,6 +243,8 @@ class _Scanner:
             self._add_substitution_of(word)
             self.current.feeds.append(f"<<< {word.raw}")
             self.current.stdin.append(word.value)
+            if word.whole is not None:
+                self.current.input_scripts.append(word.whole.code)
         elif text.startswith("<<", start):
             strip_tabs = text.startswith("<<-", start)
             self.pos += 3 if strip_tabs else 2
@@ -249,6 +269,8 @@ class _Scanner:
 
     def _record(self, word: _Word, *, writes: bool, operator: str) -> None:
         self._add_substitution_of(word)
+        if operator == "<" and word.whole is not None and word.whole.process:
+            self.current.input_scripts.append(word.whole.code)
         harmless = word.value in _DEV_NULL_LIKE and word.known
         # Input and code reach the command through these; an output file is judged by the file rules instead.
         if word.substitution or (operator.startswith("<") and not harmless):
@@ -271,6 +293,7 @@ class _Scanner:
 
     def _word(self) -> _Word:
         text, start = self.text, self.pos
+        scripts_before = len(self.current.scripts)
         value: list[str] = []
         substitution = braces = False
         known = True
@@ -309,7 +332,20 @@ class _Scanner:
         raw = text[start : self.pos].replace("\\\n", "")
         joined = "".join(value)
         dynamic = expanded or (braces and ("," in joined or ".." in joined))
-        return _Word(raw=raw, value=joined, substitution=substitution, known=known, dynamic=dynamic)
+        whole = self._whole_substitution(raw, joined, scripts_before)
+        return _Word(raw=raw, value=joined, substitution=substitution, known=known, dynamic=dynamic, whole=whole)
+
+    def _whole_substitution(self, raw: str, value: str, scripts_before: int) -> Substitution | None:
+        """The substitution a word is when it holds one and nothing else (`$(cmd)`, `"$(cmd)"`, `<(cmd)`)."""
+        scripts = self.current.scripts[scripts_before:]
+        if len(scripts) != 1 or value:
+            return None
+        bare = raw[1:-1] if raw.startswith('"') and raw.endswith('"') else raw
+        if bare.startswith(("<(", ">(")) and bare.endswith(")"):
+            return Substitution(code=scripts[0], process=True)
+        if (bare.startswith("$(") and bare.endswith(")")) or (bare.startswith("`") and bare.endswith("`")):
+            return Substitution(code=scripts[0], process=False)
+        return None
 
     def _backslash(self, value: list[str]) -> None:
         following = self._peek(1)

@@ -2,7 +2,7 @@
 
 ```json
 {"sandbox": {
-  "enabled": true, "autoAllowBashIfSandboxed": true, "allowUnsandboxedCommands": true,
+  "enabled": true, "autoAllowBashIfSandboxed": false, "allowUnsandboxedCommands": true,
   "excludedCommands": ["docker *"], "failIfUnavailable": false,
   "network": {"allowedDomains": ["pypi.org", "*.pythonhosted.org"], "deniedDomains": [], "allowLocalBinding": false,
               "allowUnixSockets": [], "allowAllUnixSockets": false},
@@ -62,7 +62,9 @@ class CredentialsConfig:
 class SandboxConfig:
     enabled: bool | None = None
     """None: not set, so the server's `--sandbox` mode decides (auto: on wherever bubblewrap works)."""
-    auto_allow_bash_if_sandboxed: bool = True
+    auto_allow_bash_if_sandboxed: bool = False
+    """True: a sandboxed command no rule decided runs without asking in default and acceptEdits mode. False by
+    default, as in Claude Code; a project's own settings cannot turn it on until the project is trusted."""
     allow_unsandboxed_commands: bool = True
     """False refuses every `dangerouslyDisableSandbox` call."""
     excluded_commands: tuple[str, ...] = ()
@@ -163,7 +165,7 @@ def parse_sandbox_config(raw: Mapping[str, Any] | None) -> SandboxConfig:
     credentials = _credentials(reader, reader.table(top.get("credentials"), "sandbox.credentials"))
     config = SandboxConfig(
         enabled=enabled,
-        auto_allow_bash_if_sandboxed=reader.flag(top, "autoAllowBashIfSandboxed", "sandbox", True),
+        auto_allow_bash_if_sandboxed=reader.flag(top, "autoAllowBashIfSandboxed", "sandbox", False),
         allow_unsandboxed_commands=reader.flag(top, "allowUnsandboxedCommands", "sandbox", True),
         excluded_commands=reader.strings(top, "excludedCommands", "sandbox"),
         fail_if_unavailable=reader.flag(top, "failIfUnavailable", "sandbox", False),

@@ -20,7 +20,8 @@ def test_no_block_gives_claude_codes_defaults() -> None:
     config = parse_sandbox_config(None)
     assert config == parse_sandbox_config({}) == SandboxConfig()
     assert config.enabled is None  # the server's --sandbox mode decides
-    assert config.auto_allow_bash_if_sandboxed and config.allow_unsandboxed_commands
+    assert not config.auto_allow_bash_if_sandboxed  # as in Claude Code: sandboxed commands still ask
+    assert config.allow_unsandboxed_commands
     assert not config.fail_if_unavailable and not config.network.allowed_domains
 
 
@@ -28,7 +29,7 @@ def test_a_full_block_is_read_field_by_field() -> None:
     config = parse_sandbox_config(
         {
             "enabled": True,
-            "autoAllowBashIfSandboxed": False,
+            "autoAllowBashIfSandboxed": True,
             "allowUnsandboxedCommands": False,
             "excludedCommands": ["docker", "git push *"],
             "failIfUnavailable": True,
@@ -49,7 +50,7 @@ def test_a_full_block_is_read_field_by_field() -> None:
         }
     )
     assert config.enabled is True and config.fail_if_unavailable
-    assert not config.auto_allow_bash_if_sandboxed and not config.allow_unsandboxed_commands
+    assert config.auto_allow_bash_if_sandboxed and not config.allow_unsandboxed_commands
     assert config.excluded_commands == ("docker", "git push *")
     assert config.network.allowed_domains == ("pypi.org", "*.pythonhosted.org", "localhost:8080")
     assert config.network.denied_domains == ("evil.pypi.org",) and config.network.allow_local_binding

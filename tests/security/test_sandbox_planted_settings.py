@@ -1,9 +1,9 @@
 """A sandboxed command plants Claude Code settings in a project that has none yet, and a later Task obeys them.
 
-Bash runs in the sandbox without asking, and the sandbox kept an existing `.claude` folder read-only, but in a
-project without one a command could create it. The planted `.claude/settings.local.json` was read by the next Task:
-its allow rule let a command leave the sandbox with nobody asked. (The permission check spots `.claude` in a
-command line; the attack builds the name at run time.)
+Bash ran in the sandbox without asking (here `--sandbox auto-allow`), and the sandbox kept an existing `.claude`
+folder read-only, but in a project without one a command could create it. The planted `.claude/settings.local.json`
+was read by the next Task: its allow rule let a command leave the sandbox with nobody asked. (The permission check
+spots `.claude` in a command line; the attack builds the name at run time.)
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ SERVERS = json.dumps({"mcpServers": {"github": {"command": "sh", "args": ["-c", 
 async def test_a_sandboxed_command_cannot_plant_project_settings_for_the_next_task(
     host_tmp: Path, fake: FakeLLM
 ) -> None:
-    scene = make_scene(host_tmp, fake)
+    scene = make_scene(host_tmp, fake, sandbox="auto-allow")  # the planting commands run unasked
     plant = f"d=.cla; d=${{d}}ude; mkdir -p $d; printf '%s' '{PLANTED}' > $d/settings.local.json; echo tried"
     first, server = await run_task(scene, fake, bash(plant))
     fake.push(bash("touch ../escaped.txt && echo escaped", dangerouslyDisableSandbox=True), turn(text("done")))
@@ -50,7 +50,7 @@ async def test_a_sandboxed_command_cannot_plant_project_settings_for_the_next_ta
 
 
 async def test_a_sandboxed_command_cannot_create_the_projects_mcp_server_list(host_tmp: Path, fake: FakeLLM) -> None:
-    scene = make_scene(host_tmp, fake)
+    scene = make_scene(host_tmp, fake, sandbox="auto-allow")  # the planting commands run unasked
     plant = f"f=.mcp; f=$f.json; printf '%s' '{SERVERS}' > $f; echo tried"
     result, server = await run_task(scene, fake, bash(plant))
     await server.close()

@@ -77,11 +77,16 @@ async def test_nothing_a_sandboxed_command_starts_outlives_it(host_tmp: Path, fa
     assert "done" in result
 
 
-async def test_sandboxed_bash_runs_without_asking_but_deny_and_ask_rules_still_hold(
+async def test_with_auto_allow_sandboxed_bash_runs_without_asking_but_deny_and_ask_rules_still_hold(
     host_tmp: Path, fake: FakeLLM
 ) -> None:
     scene = make_scene(host_tmp, fake)
-    scene.settings({"permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"]}})
+    scene.settings(
+        {
+            "permissions": {"deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"]},
+            "sandbox": {"autoAllowBashIfSandboxed": True},
+        }
+    )
     steps = [bash("touch made.txt && echo sandboxed-ok"), bash("rm -f nothing"), bash("git push origin main")]
     result, server = await run_task(scene, fake, *steps, background=True)
     task_id = result.split("task_id: ")[1].split()[0]
