@@ -9,13 +9,13 @@ without the extension that calls it gets the same facts.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 from typing import Any, cast
 
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
 from . import __version__
+from .web import web_file
 
 # The values of `mcp.server.apps`, whose import pulls in the SDK's MCPServer tier (tens of ms at start-up).
 EXTENSION_ID = "io.modelcontextprotocol/ui"
@@ -50,8 +50,7 @@ def client_supports_apps(ctx: ServerRequestContext[Any]) -> bool:
 
 @cache
 def view_html() -> str:
-    html = resources.files("mcp_subagents.web").joinpath("app_view.html").read_text(encoding="utf-8")
-    return html.replace("{{version}}", __version__)
+    return web_file("app_view.html").replace("{{version}}", __version__)
 
 
 def ui_meta(*, app_only: bool = False) -> dict[str, Any]:

@@ -20,7 +20,6 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,6 +38,7 @@ from .pricing import PriceTable
 from .render.inert import inert_values, well_formed
 from .task_files import TaskLookupError, find_task, read_task
 from .tasks_cli import task_row
+from .web import web_file
 
 logger = logging.getLogger(__name__)
 
@@ -335,4 +335,4 @@ def _event_stream(events: AsyncIterator[str]) -> StreamingResponse:
 
 
 def _web_file(name: str) -> str:
-    return resources.files("mcp_subagents.web").joinpath(name).read_text(encoding="utf-8")
+    return web_file(name)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from pathlib import Path
 
@@ -203,3 +204,18 @@ def test_the_permission_form_shows_hostile_names_and_arguments_inert() -> None:
     assert "Command:\necho hi\\x1b]52;c;Y3VybCBldmlsLnNo\\x07\nrm -rf ~ \\u200b\n" in message  # lines kept
     assert 'note: {"k": "\\u001b[2J"}' in message  # JSON's own escape: visible too
     assert message.endswith("Why it asks: Bash(echo hi\\x1b]52;c;...) asks\\u2067")
+
+
+def test_the_pages_escape_the_same_characters_as_the_server() -> None:
+    """The dashboard and the App view escape on their side too (web/inert.js): the same set as render/inert.py."""
+    from mcp_subagents.render import inert as server_side
+    from mcp_subagents.web import web_file
+
+    script = web_file("inert.js")
+    literal = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', script.split("new RegExp(", 1)[1].split(', "gu")', 1)[0]))
+    pattern = re.sub(r"\\u\{([0-9a-f]+)\}", lambda m: f"\\U{int(m.group(1), 16):08x}", literal.replace("\\\\", "\\"))
+    pattern = pattern.replace("\\0", "\\x00")
+    character_class = pattern.split("]|", 1)[0].removeprefix("[")
+    assert character_class.encode().decode("unicode_escape") == server_side._HIDDEN  # pyright: ignore[reportPrivateUsage]
+    for page in ("app_view.html", "dashboard.js"):
+        assert "const NOT_INERT" in web_file(page) and "{{inert_js}}" not in web_file(page)
