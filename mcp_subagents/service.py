@@ -1147,6 +1147,7 @@ class Subagents:
                 # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
                 folders=tuple(str(folder) for folder in self._agent_folders() if not cwd.is_relative_to(folder)),
                 worktree=str(worktree) if worktree is not None else None,
+                home=str(self._home),
             ),
         )
 

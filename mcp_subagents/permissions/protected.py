@@ -12,7 +12,10 @@ read-only for the commands it confines (`sandbox.guarded`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .git_config import git_run_paths
 
 GUARDED_NAMES: dict[str, str] = {
     ".git": "git's repository: its config and hooks make git run programs",
@@ -59,6 +62,8 @@ class ProtectedPaths:
     worktree: str | None = None
     """An isolated agent's git worktree (which lies in the repository's `.claude/worktrees/`): paths inside it are
     judged from its root, so its own `.claude/` and `.git` stay protected and the rest is ordinary work."""
+    home: str = field(default_factory=lambda: os.path.expanduser("~"))
+    """Where the person's own git configuration is read from (it can name programs in a working tree too)."""
 
     def protection(self, path: str) -> Protection | None:
         """Why `path` (absolute and normalized) is protected, or None."""
@@ -79,6 +84,11 @@ class ProtectedPaths:
         git_directory = _inside_git_directory(path)
         if git_directory is not None:
             return Protection(f"inside the git directory {git_directory}, which makes git run programs", ".git")
+        configured = _named_by_git_configuration(path, self.home)
+        if configured is not None:
+            return Protection(
+                f"named by git's configuration ({configured}), so git runs or reads it", os.path.basename(configured)
+            )
         for file in self.files:
             if path == file:
                 return Protection("a file this server reads or runs", os.path.basename(file))
@@ -97,6 +107,35 @@ def _inside_git_directory(path: str) -> str | None:
             return folder
         folder = os.path.dirname(folder)
     return None
+
+
+def _named_by_git_configuration(path: str, home: str) -> str | None:
+    """The file or folder holding `path` that the configuration of its repository (or the person's) makes git run
+    or read: a hooks folder, an included file, a program (`git_config`)."""
+    folder = os.path.dirname(path)
+    while folder not in ("/", ""):
+        entry = os.path.join(folder, ".git")
+        if os.path.lexists(entry):
+            git_dir = entry if os.path.isdir(entry) else _pointed_git_dir(entry)
+            if git_dir is None:
+                return None
+            for named in git_run_paths(Path(git_dir), Path(folder), Path(home)):
+                if path == str(named) or path.startswith(str(named).rstrip("/") + "/"):
+                    return str(named)
+            return None
+        folder = os.path.dirname(folder)
+    return None
+
+
+def _pointed_git_dir(pointer: str) -> str | None:
+    try:
+        with open(pointer, encoding="utf-8", errors="replace") as file:
+            line = file.read(4096).strip()
+    except OSError:
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(pointer), line[len("gitdir:") :].strip()))
 
 
 def is_git_directory(folder: str) -> bool:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..permissions.git_config import git_run_paths
 from ..permissions.protected import GUARDED_NAMES
 from .folder_watch import FolderWatch, WatchUnavailable
 
@@ -269,3 +270,34 @@ def moved_aside(created: Iterable[Path], *, area: Path, quarantine: Path) -> lis
             continue
         moved.append((entry, target))
     return moved
+
+
+def named_by_git(entries: Iterable[Path], areas: Iterable[Path], home: Path) -> set[Path]:
+    """What the configuration of the repositories among `entries` (and of the repository around each area) makes git
+    run or read from their working trees: hooks folders, included files, programs (`git_config`)."""
+    found: set[Path] = set()
+    repositories = [_repository(entry) for entry in entries]
+    repositories += [enclosing_repository(area) for area in areas]
+    for repository in repositories:
+        if repository is not None:
+            found.update(git_run_paths(*repository, home))
+    return found
+
+
+def _repository(entry: Path) -> tuple[Path, Path | None] | None:
+    """(git directory, working tree or None) when `entry` is one: a `.git` folder or file, or a bare repository."""
+    if entry.name != ".git":
+        return (entry, None) if os.path.isdir(entry) else None
+    if os.path.isdir(entry):
+        return entry, entry.parent
+    targets = git_pointer_targets(entry)
+    return (targets[0], entry.parent) if targets else None
+
+
+def enclosing_repository(folder: Path) -> tuple[Path, Path | None] | None:
+    """The repository git finds from `folder` by walking up (its `.git` and working tree), if any."""
+    for candidate in (folder, *folder.parents):
+        entry = candidate / ".git"
+        if os.path.lexists(entry):
+            return _repository(entry)
+    return None

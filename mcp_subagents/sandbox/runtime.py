@@ -29,7 +29,7 @@ from ..permissions.patterns import compile_command_pattern
 from .config import SandboxConfig
 from .domains import DomainRules
 from .explain import moved_aside_note, notes
-from .guarded import GuardedTree, moved_aside
+from .guarded import GuardedTree, moved_aside, named_by_git
 from .hidden import ReadDenials
 from .layout import (
     PROXY_SOCKET,
@@ -444,7 +444,8 @@ class RunSandbox:
         found: set[Path] = set()
         for area in areas:
             found |= self.runtime.guarded_tree(area).snapshot()
-        return frozenset(found)
+        named = named_by_git(found, areas, self.runtime.home)
+        return frozenset(found | {path for path in named if any(path.is_relative_to(area) for area in areas)})
 
     def _move_aside_created(self, plan: _Plan) -> list[tuple[Path, Path]]:
         """Move the guarded entries that appeared while the command ran (not another command's placeholders)."""

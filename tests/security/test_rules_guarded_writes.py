@@ -68,3 +68,19 @@ def test_a_rule_that_names_the_file_lifts_it(project: Path) -> None:
         assert decide(policy, "Write", {"file_path": str(project / name), "content": "x"}).decision == "allow"
     ordinary = decide(policy, "Write", {"file_path": str(project / "src" / "app.py"), "content": "x"})
     assert ordinary.decision == "allow"
+
+
+def test_what_gits_configuration_runs_from_the_working_tree_asks(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    (work / "tools").mkdir()
+    (work / "tools" / "watch.sh").write_text("#!/bin/sh\n")
+    subprocess.run(["git", "-C", str(work), "config", "core.hooksPath", ".githooks"], check=True)
+    subprocess.run(["git", "-C", str(work), "config", "core.fsmonitor", "./tools/watch.sh"], check=True)
+    (work / ".githooks").mkdir()
+    policy = PermissionPolicy(cwd=work, mode="bypassPermissions", rules=PermissionRules.of(allow=["Edit(**)"]))
+    for name in (".githooks/pre-commit", "tools/watch.sh"):
+        verdict = decide(policy, "Write", {"file_path": str(work / name), "content": "planted"})
+        assert verdict.decision == "ask", (name, verdict)
+    ordinary = decide(policy, "Write", {"file_path": str(work / "tools" / "other.sh"), "content": "fine"})
+    assert ordinary.decision == "allow"

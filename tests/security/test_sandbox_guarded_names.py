@@ -168,3 +168,28 @@ async def test_a_project_without_mcp_json_still_greps(project: Path) -> None:
         result = await run("grep -r needle . ; echo exit=$?")
     assert "./notes.txt:needle" in result and "exit=0" in result
     assert not (project / ".mcp.json").exists()
+
+
+async def test_what_gits_configuration_runs_from_the_working_tree_stays_read_only(project: Path) -> None:
+    """A repository that keeps its hooks in the working tree (`core.hooksPath`, as husky and many projects set it),
+    includes a config file from it, or names a program there: a command that changes those files has git run its
+    code at the person's next commit or status."""
+    marker = project.parent / "configured-ran"
+    (project / ".githooks").mkdir()
+    (project / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (project / "tools").mkdir()
+    (project / "tools" / "fsmonitor.sh").write_text("#!/bin/sh\nexit 0\n")
+    (project / "tools" / "fsmonitor.sh").chmod(0o755)
+    (project / ".gitconfig.shared").write_text("[core]\n\tfsmonitor = ./tools/fsmonitor.sh\n")
+    git(project, "config", "core.hooksPath", ".githooks")
+    git(project, "config", "include.path", "../.gitconfig.shared")
+    async with bash_in(project) as run:
+        results = [
+            await run(f"echo 'touch {marker}' >> .githooks/pre-commit"),
+            await run(f"printf '#!/bin/sh\\ntouch {marker}\\n' > tools/fsmonitor.sh"),
+            await run(PLANT_FSMONITOR.format(marker=marker, config=".gitconfig.shared")),
+            await run(f"printf '#!/bin/sh\\ntouch {marker}\\n' > .githooks/post-checkout; chmod +x .githooks/*"),
+        ]
+    assert all("FAILED" in result for result in results), results
+    assert not fsmonitor_ran(project, marker)
+    assert not (project / ".githooks" / "post-checkout").exists()
