@@ -97,7 +97,8 @@ async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Pat
         "ANTHROPIC_API_KEY": KEY,
         "ANTHROPIC_BASE_URL": fake.url,
         "MCP_SUBAGENTS_STATE_DIR": str(state),
-        "MCP_SUBAGENTS_SANDBOX": "off",  # a sandboxed Bash command would run without a question
+        # The sandbox as it comes by default: a sandboxed command that writes still asks, as in Claude Code.
+        "MCP_SUBAGENTS_SANDBOX": "auto",
     }
     server = {"type": "stdio", "command": sys.executable, "args": ["-m", "mcp_subagents", "serve"], "env": server_env}
     config = tmp_path / "mcp.json"
