@@ -31,7 +31,7 @@ from harness import BENCH_KEY, ROOT, StdioServer, fake_api, server_environment, 
 
 sys.path.insert(0, str(ROOT))
 
-from mcp_subagents.settings import default_model_processes
+from mcp_subagents.config.settings import default_model_processes
 
 TOOL_TURNS = 3
 """Round-trip figure: Tasks of three TodoWrite turns and an answer (four model round trips)."""
@@ -97,7 +97,7 @@ async def _run_tasks(server: StdioServer, start: int, stop: int) -> None:
 
 async def adapter_cpu_per_request(requests: int, provider: str = "anthropic") -> float:
     """The floor: CPU milliseconds per request of one provider's adapter alone (SDK and HTTP), in this process."""
-    from mcp_subagents.messages import UserMessage
+    from mcp_subagents.core.messages import UserMessage
     from mcp_subagents.models.anthropic import AnthropicModel
     from mcp_subagents.models.base import Model, ModelRequest
     from mcp_subagents.models.openai import OpenAIModel
@@ -192,9 +192,9 @@ async def gc_pauses(root: Path, tasks: int) -> tuple[Pauses, Pauses]:
     server does it) and unfrozen (as before)."""
     from mcp import Client
 
-    from mcp_subagents.server import build_server
-    from mcp_subagents.service import Subagents
-    from mcp_subagents.settings import Settings
+    from mcp_subagents.config.settings import Settings
+    from mcp_subagents.mcp.server import build_server
+    from mcp_subagents.runtime.service import Subagents
 
     async with fake_api(f"todo:{TOOL_TURNS}", 0.0) as url:
         (root / "work").mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ BENCH_KEY = "sk-bench-key"
 Json = dict[str, Any]
 
 if TYPE_CHECKING:
-    from mcp_subagents.service import Subagents
+    from mcp_subagents.runtime.service import Subagents
 
 
 class BenchError(Exception):
@@ -67,8 +67,8 @@ async def fake_api(script: str, latency_s: float, *, answer_bytes: int = 0, ligh
 
 def in_process_app(root: Path, url: str, *, max_concurrent: int, **settings: Any) -> Subagents:
     """The server's runtime in this process, on `root`, with the Messages API at `url`; Task runs without asking."""
-    from mcp_subagents.service import Subagents
-    from mcp_subagents.settings import Settings
+    from mcp_subagents.config.settings import Settings
+    from mcp_subagents.runtime.service import Subagents
 
     work = root / "work"
     work.mkdir(parents=True, exist_ok=True)

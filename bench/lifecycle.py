@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import in_process_app
 from mcp import Client
 
-from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents
+from mcp_subagents.mcp.server import build_server
+from mcp_subagents.runtime.service import Subagents
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 
 TURNS_PER_TASK = 3
@@ -114,7 +114,7 @@ async def many_background_tasks(client: Client, plan: Plan) -> tuple[float, int]
 
 async def sdk_baseline(url: str, plan: Plan) -> float:
     """Wall time of the same model requests sent straight through the provider adapter: the floor for our server."""
-    from mcp_subagents.messages import UserMessage
+    from mcp_subagents.core.messages import UserMessage
     from mcp_subagents.models.anthropic import AnthropicModel
     from mcp_subagents.models.base import ModelRequest
     from mcp_subagents.tools import builtin_tools

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcp import Client
 
-from mcp_subagents.server import build_server
+from mcp_subagents.mcp.server import build_server
 
 FILE_BYTES = 98 * 1024
 

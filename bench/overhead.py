@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT))
 
 from mcp import Client  # noqa: E402
 
+from mcp_subagents.config.settings import Settings  # noqa: E402
+from mcp_subagents.mcp.server import build_server  # noqa: E402
 from mcp_subagents.models.anthropic import AnthropicModel  # noqa: E402
 from mcp_subagents.models.base import Model, ModelRequest, ModelResponse  # noqa: E402
 from mcp_subagents.models.scripted import ScriptedModel, tool_call  # noqa: E402
 from mcp_subagents.models.scripted import text as scripted_text  # noqa: E402
-from mcp_subagents.server import build_server  # noqa: E402
-from mcp_subagents.service import Subagents  # noqa: E402
-from mcp_subagents.settings import Settings  # noqa: E402
+from mcp_subagents.runtime.service import Subagents  # noqa: E402
 from tests.fakes.fake_llm import FakeLLM, Json, Turn, text, tool_use, turn  # noqa: E402
 
 # Hosts speak the 2025-11-25 handshake era; "legacy" also runs real JSON-RPC framing over memory streams, so
@@ -399,8 +399,8 @@ async def measure_cold_start(counts: Counts, tmp: Path) -> ColdStart:
     # The import-time run comes first and untimed: it also warms the disk cache for both servers' modules.
     _, log = await time_to_tools_list(ours, {**env, "PYTHONPROFILEIMPORTTIME": "1"})
     modules = _imported_modules(log)
-    if "mcp_subagents.server" not in modules:
-        raise BenchError("the import-time log names no mcp_subagents.server import; cannot check eager imports")
+    if "mcp_subagents.mcp.server" not in modules:
+        raise BenchError("the import-time log names no mcp_subagents.mcp.server import; cannot check eager imports")
     ours_s: list[float] = []
     bare_s: list[float] = []
     for _ in range(counts.spawns):

@@ -27,7 +27,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcp_subagents.environment import scrubbed_environment  # noqa: E402
+from mcp_subagents.core.environment import scrubbed_environment  # noqa: E402
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config  # noqa: E402
 from mcp_subagents.sandbox.platform import probe  # noqa: E402
 from mcp_subagents.tools import ToolContext, builtin_tools  # noqa: E402

@@ -38,7 +38,7 @@ import anyio.lowlevel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcp_subagents.cli import THREAD_SWITCH_INTERVAL
+from mcp_subagents.cli.commands import THREAD_SWITCH_INTERVAL
 from mcp_subagents.tools import builtin_tools
 from mcp_subagents.tools.base import ToolContext
 from mcp_subagents.tools.glob_match import ripgrep_name_filter

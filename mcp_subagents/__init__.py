@@ -7,32 +7,32 @@ test agent files without a key; `AgentDefinition`; and the errors `SubagentsErro
 
 import typing as _typing
 
-from ._lazy import members_on_first_use as _members_on_first_use
+from .core.lazy import members_on_first_use as _members_on_first_use
 
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
+    from .agent.loop import AgentRun, run_agent
+    from .config.settings import Settings
+    from .core.errors import SubagentsError, ToolError
     from .definitions import AgentDefinition
-    from .errors import SubagentsError, ToolError
-    from .loop import AgentRun, run_agent
+    from .mcp.server import build_server
     from .models.scripted import FunctionModel, ScriptedModel, text, tool_call, tool_calls
-    from .server import build_server
-    from .service import Subagents
-    from .settings import Settings
+    from .runtime.service import Subagents
 
 # Loaded when first asked for: importing any submodule runs this file, and the CLI and the tool modules must not
 # pay for the MCP server stack (nor import its HTTP client) until they use it.
 _HOMES = {
     "AgentDefinition": ".definitions",
-    "AgentRun": ".loop",
+    "AgentRun": ".agent.loop",
     "FunctionModel": ".models.scripted",
     "ScriptedModel": ".models.scripted",
-    "Settings": ".settings",
-    "Subagents": ".service",
-    "SubagentsError": ".errors",
-    "ToolError": ".errors",
-    "build_server": ".server",
-    "run_agent": ".loop",
+    "Settings": ".config.settings",
+    "Subagents": ".runtime.service",
+    "SubagentsError": ".core.errors",
+    "ToolError": ".core.errors",
+    "build_server": ".mcp.server",
+    "run_agent": ".agent.loop",
     "text": ".models.scripted",
     "tool_call": ".models.scripted",
     "tool_calls": ".models.scripted",

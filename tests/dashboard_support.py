@@ -8,9 +8,9 @@ from contextlib import asynccontextmanager
 import anyio
 import httpx2 as httpx
 
-from mcp_subagents.dashboard import Dashboard, open_socket
-from mcp_subagents.dashboard_command import resumer
-from mcp_subagents.service import Subagents
+from mcp_subagents.cli.dashboard import resumer
+from mcp_subagents.runtime.service import Subagents
+from mcp_subagents.serve.dashboard import Dashboard, open_socket
 
 
 @asynccontextmanager

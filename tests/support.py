@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_subagents.config.settings import Settings
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import Model
-from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents
-from mcp_subagents.settings import Settings
+from mcp_subagents.runtime.service import Subagents
 
 MODES = ["legacy", "auto"]
 

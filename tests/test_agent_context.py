@@ -9,9 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.agent_memory import MAX_INDEX_BYTES, prepare_memory
-from mcp_subagents.definitions import AgentDefinition
-from mcp_subagents.project_context import (
+from mcp_subagents.agent.memory import MAX_INDEX_BYTES, prepare_memory
+from mcp_subagents.agent.project_context import (
     MAX_FILE_CHARS,
     MAX_STATUS_CHARS,
     GitStatus,
@@ -19,6 +18,7 @@ from mcp_subagents.project_context import (
     git_status_block,
     instruction_files,
 )
+from mcp_subagents.definitions import AgentDefinition
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents.settings import Settings
+from mcp_subagents.config.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, text, thinking, tool_use, turn, web_search_blocks
 from tests.tools.test_web_models import Handler  # serves one HTML page
 

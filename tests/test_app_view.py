@@ -12,11 +12,11 @@ from mcp import Client
 from mcp.client.extension import advertise
 from mcp.shared.exceptions import MCPError
 
-from mcp_subagents.app_view import APP_MIME_TYPE, EXTENSION_ID, VIEW_URI
+from mcp_subagents.mcp.app_view import APP_MIME_TYPE, EXTENSION_ID, VIEW_URI
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.server import build_server
-from mcp_subagents.service import TaskArguments
+from mcp_subagents.runtime.service import TaskArguments
 
 from .security.inert_support import HOSTILE, assert_inert
 from .support import MODES, make_settings, running_app, text_of

@@ -13,11 +13,11 @@ import pytest
 from mcp import Client
 from mcp.client.extension import advertise
 
-from mcp_subagents.app_view import APP_MIME_TYPE, EXTENSION_ID, VIEW_URI
-from mcp_subagents.messages import TextPart, ToolCall, Usage
+from mcp_subagents.core.messages import TextPart, ToolCall, Usage
+from mcp_subagents.mcp.app_view import APP_MIME_TYPE, EXTENSION_ID, VIEW_URI
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.server import build_server
 
 from .browser_support import chromium_page, screenshot_path
 from .security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert

@@ -12,7 +12,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from mcp_subagents.messages import ToolResultMessage
+from mcp_subagents.core.messages import ToolResultMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call, tool_calls
 

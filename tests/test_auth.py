@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from starlette.requests import Request
 
-from mcp_subagents.auth import (
+from mcp_subagents.core.errors import ConfigError
+from mcp_subagents.core.principals import LOCAL_PRINCIPAL
+from mcp_subagents.serve.auth import (
     MIN_TOKEN_LENGTH,
     PrincipalToken,
     StaticTokenVerifier,
@@ -16,8 +18,6 @@ from mcp_subagents.auth import (
     principal_of,
     read_token_file,
 )
-from mcp_subagents.errors import ConfigError
-from mcp_subagents.principals import LOCAL_PRINCIPAL
 
 pytestmark = pytest.mark.anyio
 

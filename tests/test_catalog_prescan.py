@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents import catalog_prescan
-from mcp_subagents.catalog_prescan import start_prescan
-from mcp_subagents.cli import settings_for_command_line
+from mcp_subagents.cli.commands import settings_for_command_line
+from mcp_subagents.config.settings import Settings
 from mcp_subagents.definitions import cache as definitions_cache
+from mcp_subagents.definitions import prescan as catalog_prescan
 from mcp_subagents.definitions import sources as definition_sources
-from mcp_subagents.service import Subagents
-from mcp_subagents.settings import Settings
+from mcp_subagents.definitions.prescan import start_prescan
+from mcp_subagents.runtime.service import Subagents
 
 from .support import write_agent
 

@@ -16,9 +16,9 @@ import pytest
 from mcp import Client
 
 from mcp_subagents.definitions import Catalog
+from mcp_subagents.mcp.notifications import watch_catalog
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.scripted import ScriptedModel, text
-from mcp_subagents.notifications import watch_catalog
-from mcp_subagents.server import build_server
 
 from .support import make_settings, running_app, text_of, write_agent
 

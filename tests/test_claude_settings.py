@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents import claude_settings
-from mcp_subagents.claude_settings import ClaudeSettingsFiles, merge_settings
-from mcp_subagents.errors import ConfigError
+from mcp_subagents.config import claude_settings
+from mcp_subagents.config.claude_settings import ClaudeSettingsFiles, merge_settings
+from mcp_subagents.config.settings import Settings
+from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from mcp_subagents.service import Subagents
-from mcp_subagents.settings import Settings
+from mcp_subagents.runtime.service import Subagents
 
 from .support import connected, make_settings, text_of, write_agent
 
@@ -46,7 +46,7 @@ class Tree:
         self.managed = self.settings.managed_settings_file
 
     def files(self, **overrides: Any) -> ClaudeSettingsFiles:
-        from mcp_subagents.service import settings_locations
+        from mcp_subagents.runtime.service import settings_locations
 
         return ClaudeSettingsFiles(settings_locations(self.with_flag(**overrides)))
 
@@ -152,7 +152,7 @@ def test_setting_sources_choose_among_user_project_and_local(
 def test_the_setting_sources_flag_parses_as_claude_codes(tmp_path: Path) -> None:
     from argparse import Namespace
 
-    from mcp_subagents.settings import SOURCE_OPTIONS, settings_from
+    from mcp_subagents.config.settings import SOURCE_OPTIONS, settings_from
 
     parsed = settings_from(Namespace(setting_sources="user, local"), SOURCE_OPTIONS, {"HOME": str(tmp_path)})
     assert parsed.setting_sources == ("user", "local")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.compaction import SUMMARY_REQUEST, summary_messages
-from mcp_subagents.errors import PromptTooLongError, RunError
-from mcp_subagents.loop import AgentRun, Compacted, MessageAppended, RunEvent, run_agent
-from mcp_subagents.messages import (
+from mcp_subagents.agent.compaction import SUMMARY_REQUEST, summary_messages
+from mcp_subagents.agent.loop import AgentRun, Compacted, MessageAppended, RunEvent, run_agent
+from mcp_subagents.core.errors import PromptTooLongError, RunError
+from mcp_subagents.core.messages import (
     AssistantMessage,
     TextPart,
     ToolCall,

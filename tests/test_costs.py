@@ -12,14 +12,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_subagents.core.errors import DefinitionError
+from mcp_subagents.core.messages import TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
 from mcp_subagents.definitions.parse import parse_definition
-from mcp_subagents.errors import DefinitionError
-from mcp_subagents.messages import TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
+from mcp_subagents.models.pricing import LIST_PRICES, ModelPrice, PriceFiles, PriceTable, format_usd
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel
-from mcp_subagents.pricing import LIST_PRICES, ModelPrice, PriceFiles, PriceTable, format_usd
 from mcp_subagents.render import outcome_text, status_text
-from mcp_subagents.service import TaskArguments
+from mcp_subagents.runtime.service import TaskArguments
 
 from .fakes.fake_llm import FakeLLM
 from .fakes.fake_llm import text as fake_text
@@ -286,7 +286,7 @@ def test_the_ceiling_is_the_dearest_known_price_of_each_kind_of_token() -> None:
 
 @pytest.mark.anyio
 async def test_what_tools_ask_a_model_without_a_price_counts_at_the_ceiling_only_under_a_budget() -> None:
-    from mcp_subagents.pricing import MeteredModel, SideSpend
+    from mcp_subagents.models.pricing import MeteredModel, SideSpend
 
     request = ModelRequest(model="my-local-model", system="", messages=(), tools=())
     counted = {}

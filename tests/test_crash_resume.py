@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.transcripts import INTERRUPTED_TOOL_RESULT
+from mcp_subagents.tasks.transcripts import INTERRUPTED_TOOL_RESULT
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 from tests.processes import wait_until_gone
 from tests.stdio_raw import RawStdioServer

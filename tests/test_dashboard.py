@@ -11,12 +11,12 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from mcp_subagents.dashboard_command import resumer
-from mcp_subagents.messages import TextPart, ToolCall, Usage
+from mcp_subagents.cli.dashboard import resumer
+from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.service import Subagents, TaskArguments
-from mcp_subagents.task_files import find_task
+from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.tasks.files import find_task
 
 from .dashboard_support import client, served_dashboard
 from .security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert

@@ -10,10 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.messages import TextPart, ToolCall, Usage
+from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.service import TaskArguments
+from mcp_subagents.runtime.service import TaskArguments
 
 from .browser_support import chromium_page, screenshot_path
 from .dashboard_support import served_dashboard

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.environment import looks_secret, scrubbed_environment, secret_values
+from mcp_subagents.core.environment import looks_secret, scrubbed_environment, secret_values
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_secret_values_include_the_password_inside_a_url_and_skip_short_ones() -
 def test_each_run_gets_its_own_copy_of_the_tool_environment(tmp_path: Path) -> None:
     # The scrubbed environment is worked out once per server; what one run adds to its copy (a hook's variables,
     # a worktree's) must not reach the next run's Bash.
-    from mcp_subagents.service import Subagents
+    from mcp_subagents.runtime.service import Subagents
 
     from .support import make_settings
 

@@ -29,9 +29,10 @@ def test_all_lists_every_export_once() -> None:
 def test_importing_the_package_loads_no_member_until_asked() -> None:
     code = (
         "import sys, mcp_subagents\n"
-        "print(sorted(m for m in ('mcp_subagents.server', 'mcp_subagents.service', 'mcp') if m in sys.modules))\n"
+        "watched = ('mcp_subagents.mcp.server', 'mcp_subagents.runtime.service', 'mcp')\n"
+        "print(sorted(m for m in watched if m in sys.modules))\n"
         "from mcp_subagents import build_server\n"
-        "print('mcp_subagents.server' in sys.modules)\n"
+        "print('mcp_subagents.mcp.server' in sys.modules)\n"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert run.stdout.split("\n")[:2] == ["[]", "True"]

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcp_subagents.core.errors import DefinitionError, ToolError
 from mcp_subagents.definitions import parse_definition
-from mcp_subagents.errors import DefinitionError, ToolError
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, RuleError, decide, parse_rule
 from mcp_subagents.permissions.bash import ShellSyntaxError, split_command
 from mcp_subagents.permissions.read_only import read_only

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.glob_root import glob_root
+from mcp_subagents.core.glob_root import glob_root
 from mcp_subagents.permissions.targets import path_target
 
 

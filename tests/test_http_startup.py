@@ -20,8 +20,8 @@ from cryptography.x509.oid import NameOID
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_subagents.errors import ConfigError
-from mcp_subagents.transports import open_listener
+from mcp_subagents.core.errors import ConfigError
+from mcp_subagents.serve.transports import open_listener
 
 from .security.http_harness import ALICE_TOKEN, bearer, http_settings, serving, token_file
 

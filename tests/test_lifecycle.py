@@ -12,10 +12,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_subagents.messages import ToolResultMessage, UserMessage
+from mcp_subagents.core.messages import ToolResultMessage, UserMessage
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
-from mcp_subagents.server import build_server
 from tests.processes import is_running, wait_until_gone
 
 from .support import MODES, connected, make_settings, running_app, text_of, write_agent

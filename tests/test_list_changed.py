@@ -12,8 +12,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from mcp_subagents.notifications import watch_catalog
-from mcp_subagents.server import build_server
+from mcp_subagents.mcp.notifications import watch_catalog
+from mcp_subagents.mcp.server import build_server
 
 from .support import make_settings, running_app, write_agent
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents.compaction import SUMMARY_REQUEST
+from mcp_subagents.agent.compaction import SUMMARY_REQUEST
 from tests.fakes.fake_llm import FakeLLM, error, text, tool_use, turn
 
 from .support import connected, make_settings, text_of, write_agent

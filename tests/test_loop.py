@@ -5,9 +5,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.errors import ModelAPIError, ModelRefusalError, RunError, ToolError
-from mcp_subagents.hook_points import HookPermission
-from mcp_subagents.loop import (
+from mcp_subagents.agent.loop import (
     CUT_OFF_TOOL_CALL_NOTICE,
     AgentRun,
     ModelResponded,
@@ -17,7 +15,9 @@ from mcp_subagents.loop import (
     TurnStarted,
     run_agent,
 )
-from mcp_subagents.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
+from mcp_subagents.core.errors import ModelAPIError, ModelRefusalError, RunError, ToolError
+from mcp_subagents.core.hook_points import HookPermission
+from mcp_subagents.core.messages import AssistantMessage, TextPart, ToolCall, ToolResultMessage, Usage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call, tool_calls
 from mcp_subagents.tools.base import Tool, ToolContext, ToolInput

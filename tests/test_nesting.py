@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_subagents.messages import ToolCall, ToolResultMessage, UserMessage
+from mcp_subagents.core.messages import ToolCall, ToolResultMessage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
 from tests.support import MODES, connected, make_settings, text_of, write_agent
@@ -230,7 +230,7 @@ async def test_a_nested_task_asks_the_person_through_the_hosts_call(tmp_path: Pa
 def test_runs_that_list_the_same_agents_share_one_task_schema() -> None:
     """The model adapters keep each tool's encoding by schema identity; a schema rebuilt every run re-encoded the
     tools in the first request of every run."""
-    from mcp_subagents.nesting import nested_task_tool
+    from mcp_subagents.runtime.nesting import nested_task_tool
 
     async def launch(_arguments: object) -> str:
         return ""

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import mcp_subagents
-from mcp_subagents.cli import main
+from mcp_subagents.cli.commands import main
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,7 +12,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from mcp_subagents.processes import (
+from mcp_subagents.core.processes import (
     OPEN_FILES_WANTED,
     PROCESS_TAG_VARIABLE,
     ProcessGroups,
@@ -73,7 +73,7 @@ def test_the_server_raises_a_low_open_file_limit_so_many_tasks_can_hold_their_fi
     """Each running task keeps its two task files open: a soft limit of 256 would fail at about a hundred tasks."""
     script = (
         "import resource\n"
-        "from mcp_subagents.processes import harden_server_process\n"
+        "from mcp_subagents.core.processes import harden_server_process\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
         "harden_server_process()\n"

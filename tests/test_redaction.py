@@ -7,7 +7,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from mcp_subagents.redaction import REDACTED, Redactor
+from mcp_subagents.core.redaction import REDACTED, Redactor
 
 SECRET = "sk-ant-redact-0123456789abcdef"
 

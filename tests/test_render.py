@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.messages import Usage
-from mcp_subagents.outcome import RunCounts, TaskOutcome
+from mcp_subagents.core.messages import Usage
 from mcp_subagents.permissions.asking import Denial, PermissionQuestion
 from mcp_subagents.render import (
     AgentLine,
@@ -22,8 +21,9 @@ from mcp_subagents.render import (
     truncate,
 )
 from mcp_subagents.render.inert import inert, inert_values, well_formed, well_formed_values
-from mcp_subagents.task_record import TaskRecord
-from mcp_subagents.transcripts import TranscriptWriter
+from mcp_subagents.tasks.outcome import RunCounts, TaskOutcome
+from mcp_subagents.tasks.record import TaskRecord
+from mcp_subagents.tasks.transcripts import TranscriptWriter
 
 
 def stats() -> RunStats:
@@ -209,7 +209,7 @@ def test_the_permission_form_shows_hostile_names_and_arguments_inert() -> None:
 def test_the_pages_escape_the_same_characters_as_the_server() -> None:
     """The dashboard and the App view escape on their side too (web/inert.js): the same set as render/inert.py."""
     from mcp_subagents.render import inert as server_side
-    from mcp_subagents.web import web_file
+    from mcp_subagents.serve.web import web_file
 
     script = web_file("inert.js")
     literal = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', script.split("new RegExp(", 1)[1].split(', "gu")', 1)[0]))

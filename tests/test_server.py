@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from mcp_subagents.server import build_server
 
 from .support import MODES, connected, make_settings, running_app, text_of, write_agent
 
@@ -138,7 +138,7 @@ async def test_task_reads_a_real_file_through_the_read_tool(tmp_path: Path, mode
 
 
 async def test_task_model_errors_become_task_errors(tmp_path: Path, mode: str) -> None:
-    from mcp_subagents.errors import ModelAPIError
+    from mcp_subagents.core.errors import ModelAPIError
 
     model = ScriptedModel([ModelAPIError("Anthropic API error 529 overloaded_error: Overloaded")])
     async with connected(make_settings(tmp_path), mode=mode, model=model) as client:

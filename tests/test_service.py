@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from mcp_subagents.agent.prompts import system_prompt
+from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.definitions import AgentDefinition
-from mcp_subagents.errors import ConfigError
 from mcp_subagents.models.providers import provider_config
 from mcp_subagents.models.resolve import resolve_model_id
-from mcp_subagents.prompts import system_prompt
-from mcp_subagents.service import select_tools
+from mcp_subagents.runtime.service import select_tools
 from mcp_subagents.tools import builtin_tools
 
 
@@ -98,11 +98,11 @@ def test_system_prompt_has_body_environment_and_reminder(tmp_path: Path) -> None
 def test_starting_the_server_does_not_import_provider_sdks(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "from mcp_subagents.cli import ALL_OPTIONS\n"
-        "from mcp_subagents.server import build_server\n"
-        "from mcp_subagents.service import Subagents\n"
+        "from mcp_subagents.cli.commands import ALL_OPTIONS\n"
+        "from mcp_subagents.mcp.server import build_server\n"
+        "from mcp_subagents.runtime.service import Subagents\n"
         "from pathlib import Path\n"
-        "from mcp_subagents.settings import Settings\n"
+        "from mcp_subagents.config.settings import Settings\n"
         f"settings = Settings(cwd=None, state_dir=Path({str(tmp_path)!r}))\n"
         "app = Subagents(settings, environ={'ANTHROPIC_API_KEY': 'k'})\n"
         "build_server(app)\n"
@@ -114,13 +114,13 @@ def test_starting_the_server_does_not_import_provider_sdks(tmp_path: Path) -> No
 
 
 TASK_ENGINE = (
-    "mcp_subagents.tasks",
-    "mcp_subagents.loop",
-    "mcp_subagents.messages",
-    "mcp_subagents.transcripts",
-    "mcp_subagents.task_record",
-    "mcp_subagents.outcome",
-    "mcp_subagents.foreground",
+    "mcp_subagents.tasks.manager",
+    "mcp_subagents.agent.loop",
+    "mcp_subagents.core.messages",
+    "mcp_subagents.tasks.transcripts",
+    "mcp_subagents.tasks.record",
+    "mcp_subagents.tasks.outcome",
+    "mcp_subagents.mcp.foreground",
     "mcp_subagents.render.envelopes",
     "mcp_subagents.render.status",
     "mcp_subagents.tools.base",
@@ -135,12 +135,12 @@ def test_the_server_starts_and_lists_its_tools_without_the_task_engine(tmp_path:
 import sys, anyio
 from pathlib import Path
 from mcp_subagents import cli
-from mcp_subagents.notifications import watch_catalog
-from mcp_subagents.processes import harden_server_process, kill_descendants
-from mcp_subagents.server import _tools, build_server
-from mcp_subagents.service import Subagents, TaskArguments
-from mcp_subagents.settings import Settings
-from mcp_subagents.transports import open_listener, serve
+from mcp_subagents.mcp.notifications import watch_catalog
+from mcp_subagents.core.processes import harden_server_process, kill_descendants
+from mcp_subagents.mcp.server import _tools, build_server
+from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.config.settings import Settings
+from mcp_subagents.serve.transports import open_listener, serve
 
 ENGINE = {TASK_ENGINE!r}
 
@@ -165,5 +165,5 @@ anyio.run(main)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.splitlines() == [
         "['Task', 'TaskOutput', 'TaskStop'] []",
-        "completed ['mcp_subagents.foreground']",
+        "completed ['mcp_subagents.mcp.foreground']",
     ]

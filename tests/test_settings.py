@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli import ALL_OPTIONS
-from mcp_subagents.errors import ConfigError
-from mcp_subagents.settings import Settings, add_options, settings_from
+from mcp_subagents.cli.commands import ALL_OPTIONS
+from mcp_subagents.config.settings import Settings, add_options, settings_from
+from mcp_subagents.core.errors import ConfigError
 
 
 def parse(argv: list[str], environ: dict[str, str]) -> Settings:

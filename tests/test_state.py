@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.state import AppendFile, prepare_state_dir
+from mcp_subagents.core.state import AppendFile, prepare_state_dir
 
 
 def mode(path: Path) -> int:

@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_subagents.jsonrpc_guard import GuardedLines
-from mcp_subagents.stdio_streams import (
+from mcp_subagents.serve.jsonrpc_guard import GuardedLines
+from mcp_subagents.serve.stdio_streams import (
     WRITE_QUEUE_MESSAGES,
     _nonblocking_writer,  # pyright: ignore[reportPrivateUsage]
     _wire_streams,  # pyright: ignore[reportPrivateUsage]

@@ -12,13 +12,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.loop import RunEvent, RunResult, TurnStarted
-from mcp_subagents.messages import Usage
+from mcp_subagents.agent.loop import RunEvent, RunResult, TurnStarted
+from mcp_subagents.core.messages import Usage
+from mcp_subagents.core.principals import LOCAL_PRINCIPAL
 from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, PermissionQuestion
-from mcp_subagents.principals import LOCAL_PRINCIPAL
 from mcp_subagents.render import outcome_text
-from mcp_subagents.task_record import Listener, TaskLimits, TaskRecord
-from mcp_subagents.tasks import TaskManager
+from mcp_subagents.tasks.manager import TaskManager
+from mcp_subagents.tasks.record import Listener, TaskLimits, TaskRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -213,7 +213,7 @@ async def test_queued_tasks_run_in_the_order_they_were_launched_each_with_its_fi
 
 
 async def test_places_go_in_order_a_lent_one_to_one_nested_task_at_a_time_and_a_stopped_waiter_loses_its_turn() -> None:
-    from mcp_subagents.task_slots import Lender, Slots
+    from mcp_subagents.tasks.slots import Lender, Slots
 
     slots, parent = Slots(1), Lender()
     root = slots.take_now()

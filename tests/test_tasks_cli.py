@@ -12,11 +12,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.cli import main
-from mcp_subagents.control import ControlError, request_stop
+from mcp_subagents.cli.commands import main
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.service import TaskArguments
+from mcp_subagents.runtime.service import TaskArguments
+from mcp_subagents.tasks.control import ControlError, request_stop
 
 from .fakes.fake_llm import FakeLLM, tool_use, turn
 from .fakes.fake_llm import text as fake_text
@@ -162,7 +162,7 @@ class _Thread:
         self._thread.start()
 
     def _run(self) -> None:
-        from mcp_subagents.tasks_cli import tasks_command
+        from mcp_subagents.cli.tasks import tasks_command
 
         self._code = tasks_command(
             self._argv[1], Path(self._argv[-1]), task_id=self._argv[2], as_json=False, out=self._out

@@ -16,12 +16,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from mcp_subagents.errors import ModelAPIError
-from mcp_subagents.messages import TextPart, ToolCall, Usage
+from mcp_subagents.core.errors import ModelAPIError
+from mcp_subagents.core.messages import TextPart, ToolCall, Usage
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents, TaskArguments
+from mcp_subagents.runtime.service import Subagents, TaskArguments
 
 from .support import MODES, make_settings, text_of
 
@@ -120,9 +120,11 @@ async def test_a_failed_task_marks_its_span_and_its_open_model_request_as_errors
 def test_traces_are_off_by_default_and_load_nothing(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "from mcp_subagents.cli import main\n"
-        "import mcp_subagents.server, mcp_subagents.service, mcp_subagents.tasks, mcp_subagents.foreground\n"
-        "loaded = [m for m in sys.modules if m == 'mcp_subagents.telemetry' or m.startswith('opentelemetry.sdk')]\n"
+        "from mcp_subagents.cli.commands import main\n"
+        "import mcp_subagents.mcp.server, mcp_subagents.runtime.service\n"
+        "import mcp_subagents.tasks.manager, mcp_subagents.mcp.foreground\n"
+        "telemetry = 'mcp_subagents.runtime.telemetry'\n"
+        "loaded = [m for m in sys.modules if m == telemetry or m.startswith('opentelemetry.sdk')]\n"
         "print(loaded)\n"
     )
     result = subprocess.run(
@@ -133,7 +135,7 @@ def test_traces_are_off_by_default_and_load_nothing(tmp_path: Path) -> None:
 
 def test_otel_on_exports_to_stderr_never_to_stdout_when_asked_for_the_console(tmp_path: Path) -> None:
     probe = (
-        "from mcp_subagents.telemetry import install_tracer_provider\n"
+        "from mcp_subagents.runtime.telemetry import install_tracer_provider\n"
         "provider = install_tracer_provider()\n"
         "with provider.get_tracer('probe').start_as_current_span('invoke_agent probe'):\n"
         "    pass\n"

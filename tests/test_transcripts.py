@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcp_subagents.messages import (
+from mcp_subagents.core.messages import (
     AssistantMessage,
     ProviderPart,
     TextPart,
@@ -13,10 +13,10 @@ from mcp_subagents.messages import (
     Usage,
     UserMessage,
 )
-from mcp_subagents.outcome import RunCounts, TaskOutcome
+from mcp_subagents.core.redaction import Redactor
 from mcp_subagents.permissions.asking import Denial
-from mcp_subagents.redaction import Redactor
-from mcp_subagents.transcripts import (
+from mcp_subagents.tasks.outcome import RunCounts, TaskOutcome
+from mcp_subagents.tasks.transcripts import (
     INTERRUPTED_TOOL_RESULT,
     TranscriptHeader,
     TranscriptWriter,

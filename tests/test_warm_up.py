@@ -12,7 +12,7 @@ import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
 
-from mcp_subagents.server import build_server
+from mcp_subagents.mcp.server import build_server
 
 from .fakes.fake_llm import FakeLLM, text, turn
 from .stdio_raw import RawStdioServer
@@ -53,7 +53,7 @@ async def test_without_a_provider_listing_the_tools_starts_nothing(tmp_path: Pat
 async def test_building_the_provider_rehearses_offline_and_leaves_a_working_client(
     fake: FakeLLM, provider: str
 ) -> None:
-    from mcp_subagents.messages import UserMessage
+    from mcp_subagents.core.messages import UserMessage
     from mcp_subagents.models.base import ModelRequest
     from mcp_subagents.models.providers import ProviderConfig, create_model
 

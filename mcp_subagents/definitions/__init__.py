@@ -3,6 +3,7 @@ validator behind `mcp-subagents agents validate`."""
 
 from __future__ import annotations
 
+from ..cli.validate import Problem, validate_paths
 from .model import AgentDefinition, LoadError, MemoryScope, Source, tool_base_name, tools_summary
 from .parse import parse_definition, parse_json_agents
 from .sources import Catalog, CatalogLoader, DefinitionSources, builtin_agents_dir
@@ -14,7 +15,6 @@ from .tool_entries import (
     no_usable_tools,
     require_some_tool,
 )
-from .validate import Problem, validate_paths
 
 __all__ = [
     "NESTED_TOOL_NAME",

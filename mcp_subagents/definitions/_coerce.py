@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 
 
 def as_list(value: object) -> list[Any] | None:

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DefinitionError
-from ..json_values import JsonObject
+from ..core.errors import DefinitionError
+from ..core.json_values import JsonObject
 from ._coerce import as_object
 
 _FENCE = re.compile(r"---[ \t]*")

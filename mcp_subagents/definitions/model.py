@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 
 Source: TypeAlias = Literal["built-in", "plugin", "user", "project", "flag", "policy"]
 """Where a definition came from, lowest priority first."""

@@ -10,8 +10,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from ..errors import DefinitionError
-from ..json_values import JsonObject
+from ..core.errors import DefinitionError
+from ..core.json_values import JsonObject
 from ..models.effort import EFFORT_LEVELS
 from ..models.resolve import MODEL_ALIASES as ALIAS_TO_MODEL_ID
 from ._coerce import as_list, as_object

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from ..claude_settings import ClaudeSettings, ClaudeSettingsFiles
-from ..errors import DefinitionError, UnknownAgentError
-from ..json_values import JsonObject
+from ..config.claude_settings import ClaudeSettings, ClaudeSettingsFiles
+from ..core.errors import DefinitionError, UnknownAgentError
+from ..core.json_values import JsonObject
 from ._coerce import as_list, as_object
 from .cache import read_cache, write_cache
 from .frontmatter import has_frontmatter

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from ..errors import AgentToolsError
+from ..core.errors import AgentToolsError
 from ..tools import AGENT_TOOLS
 from .model import AgentDefinition, McpServerSpec, tool_base_name
 

@@ -25,8 +25,8 @@ from typing import ClassVar, Generic, NotRequired, Protocol, TypedDict, TypeVar
 import anyio
 import httpx2
 
-from ..errors import ModelAPIError, PromptTooLongError
-from ..messages import (
+from ..core.errors import ModelAPIError, PromptTooLongError
+from ..core.messages import (
     AssistantMessage,
     TextPart,
     ThinkingPart,
@@ -36,7 +36,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ..redaction import Redactor
+from ..core.redaction import Redactor
 from .base import ModelRequest, ModelResponse
 from .resolve import MODEL_HINT
 

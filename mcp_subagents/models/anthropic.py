@@ -26,8 +26,8 @@ import httpx2
 from anthropic.types import MessageParam, TextBlockParam, ToolParam
 from typing_extensions import override
 
-from ..errors import ModelAPIError
-from ..messages import (
+from ..core.errors import ModelAPIError
+from ..core.messages import (
     AssistantMessage,
     AssistantPart,
     Message,

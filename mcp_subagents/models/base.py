@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
-from ..messages import AssistantPart, Message, ToolDefinition, Usage
+from ..core.messages import AssistantPart, Message, ToolDefinition, Usage
 from .effort import EffortLevel
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence", "context_window"]

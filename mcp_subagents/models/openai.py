@@ -29,9 +29,9 @@ import openai
 from openai._base_client import make_request_options
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
-from ..errors import ModelAPIError
-from ..json_values import json_int, json_object, json_objects, json_str
-from ..messages import (
+from ..core.errors import ModelAPIError
+from ..core.json_values import json_int, json_object, json_objects, json_str
+from ..core.messages import (
     AssistantMessage,
     AssistantPart,
     JsonObject,

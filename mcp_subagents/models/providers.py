@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
 
-from ..errors import ConfigError, ProviderNotConfiguredError
+from ..core.errors import ConfigError, ProviderNotConfiguredError
 
 if TYPE_CHECKING:
     from .base import Model

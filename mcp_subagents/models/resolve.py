@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..errors import ProviderNotConfiguredError
+from ..core.errors import ProviderNotConfiguredError
 
 MODEL_ALIASES: Mapping[str, str] = {
     "sonnet": "claude-sonnet-5-5",

@@ -10,9 +10,9 @@ import itertools
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..errors import ModelAPIError
-from ..json_values import JsonObject
-from ..messages import TextPart, ToolCall, Usage
+from ..core.errors import ModelAPIError
+from ..core.json_values import JsonObject
+from ..core.messages import TextPart, ToolCall, Usage
 from .base import ModelRequest, ModelResponse, StopReason
 
 Responder = Callable[[ModelRequest], ModelResponse | Awaitable[ModelResponse]]

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 from anyio.abc import Process, SocketStream
 
-from ..errors import ModelAPIError
-from ..processes import own_module_command
+from ..core.errors import ModelAPIError
+from ..core.processes import own_module_command
 from .base import Model, ModelRequest, ModelResponse
 from .frames import FrameError, FrameReader, FrameWriter
 from .providers import ProviderConfig, WorkerStartup

@@ -23,8 +23,8 @@ import sys
 import anyio
 from anyio.abc import SocketStream, TaskGroup
 
-from ..errors import ModelAPIError, SubagentsError
-from ..processes import forbid_inspection
+from ..core.errors import ModelAPIError, SubagentsError
+from ..core.processes import forbid_inspection
 from .base import Model, ModelRequest
 from .frames import FrameReader, FrameWriter, receive_frame_blocking, send_frame_blocking
 from .providers import WorkerStartup, build_model

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 from .bash import ShellSyntaxError, SimpleCommand, matching_variants, split_command
 from .patterns import Bases, PatternError, compile_command_pattern, compile_domain_pattern, compile_path_pattern
 from .rules import EDIT_TOOLS, PATH_TOOLS, READ_TOOLS

@@ -11,7 +11,7 @@ from typing import Literal, TypeAlias
 
 import anyio
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 
 AnswerKind: TypeAlias = Literal["allowed", "declined", "dismissed", "unanswered", "cannot_ask", "background"]
 

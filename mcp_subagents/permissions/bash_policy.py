@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
 from .bash_reads import ReadCheck, check_reads
 from .bash_writes import protected_writes

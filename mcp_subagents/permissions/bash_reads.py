@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..glob_root import glob_root
+from ..core.glob_root import glob_root
 from .bash import SimpleCommand, command_start, program_name
 from .context import PermissionPolicy, first_rule, path_suggestion
 from .patterns import PathPattern

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 from .modes import normalize_mode
 from .patterns import Bases, DomainPattern, PathPattern, url_host
 from .protected import ProtectedPaths

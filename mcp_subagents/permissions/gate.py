@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NoReturn
 
-from ..errors import StopRunError, ToolError
-from ..hook_points import HookPermission, PermissionAnswer, PermissionHook
-from ..json_values import JsonObject
-from ..messages import ToolCall
+from ..core.errors import StopRunError, ToolError
+from ..core.hook_points import HookPermission, PermissionAnswer, PermissionHook
+from ..core.json_values import JsonObject
+from ..core.messages import ToolCall
 from ..tools.base import Tool
 from .asking import Asker, Denial, PermissionQuestion
 from .policy import PermissionPolicy, decide

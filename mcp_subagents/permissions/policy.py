@@ -9,7 +9,7 @@ own engine (`bash_policy`); this module decides the file and web tools.
 
 from __future__ import annotations
 
-from ..json_values import JsonObject
+from ..core.json_values import JsonObject
 from .agent_map import agent_map_verdict
 from .bash_policy import bash_verdict
 from .context import (

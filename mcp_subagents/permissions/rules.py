@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast
 
-from ..claude_settings import ClaudeSettings, SettingsFile
-from ..errors import ConfigError
+from ..config.claude_settings import ClaudeSettings, SettingsFile
+from ..core.errors import ConfigError
 from ..tools import AGENT_TOOLS
 from .modes import MODE_ALIASES, MODES
 from .patterns import (

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..glob_root import glob_root
-from ..json_values import JsonObject
+from ..core.glob_root import glob_root
+from ..core.json_values import JsonObject
 from .patterns import real_path
 
 PATH_ARGUMENTS: dict[str, str] = {

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..messages import Usage
-from ..outcome import RunCounts, TaskOutcome
+from ..core.messages import Usage
 from ..permissions.asking import Denial
+from ..tasks.outcome import RunCounts, TaskOutcome
 
 
 class TaskIdentity(Protocol):

@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..well_formed import well_formed, well_formed_values
+from ..core.well_formed import well_formed, well_formed_values
 
 __all__ = ["inert", "inert_values", "well_formed", "well_formed_values"]
 

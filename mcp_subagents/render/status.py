@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..loop import Compacted, ModelResponded, ToolFinished, ToolStarted
-from ..task_record import BudgetWarning, TaskEvent, TaskRecord
+from ..agent.loop import Compacted, ModelResponded, ToolFinished, ToolStarted
+from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
 from .envelopes import outcome_text, usd_value
 
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 class SandboxConfigError(ConfigError):
@@ -323,7 +323,7 @@ def sandbox_block(layers: Sequence[tuple[str, Mapping[str, Any]]], *, project_tr
     denied domains and denied paths count, as does a setting that turns the sandbox on or asks more often; what
     would loosen it (`enabled: false`, allowed domains or writes, excluded commands, credentials) is left out.
     """
-    from ..claude_settings import merge_settings
+    from ..config.claude_settings import merge_settings
 
     blocks: list[Mapping[str, Any]] = []
     for level, settings in layers:

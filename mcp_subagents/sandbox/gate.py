@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ..errors import ToolError
-from ..hook_points import HookPermission
-from ..json_values import JsonObject
-from ..messages import ToolCall
+from ..core.errors import ToolError
+from ..core.hook_points import HookPermission
+from ..core.json_values import JsonObject
+from ..core.messages import ToolCall
 from ..permissions.asking import Denial
 from ..tools.base import Tool
 from .runtime import RunSandbox

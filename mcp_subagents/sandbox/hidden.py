@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.subprocesses import CappedBytes, Command, run_captured
 from ..permissions.patterns import Bases, PathPattern
-from ..tools._process import CappedBytes, Command, run_captured
 from ..tools.ripgrep import find_ripgrep
 
 MAX_HIDDEN_MATCHES = 500

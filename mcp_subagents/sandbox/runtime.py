@@ -24,7 +24,7 @@ from typing import Literal, TypeAlias
 
 import anyio
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..permissions.patterns import compile_command_pattern
 from .config import SandboxConfig
 from .domains import DomainRules

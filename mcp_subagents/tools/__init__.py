@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import members_on_first_use
+from ..core.lazy import members_on_first_use
 
 if TYPE_CHECKING:
     from .base import TodoList, Tool, ToolContext, ToolInput

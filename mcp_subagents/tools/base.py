@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import ToolError
-from ..json_values import JsonObject
-from ..messages import ToolDefinition
-from ..processes import ProcessGroups
+from ..core.errors import ToolError
+from ..core.json_values import JsonObject
+from ..core.messages import ToolDefinition
+from ..core.processes import ProcessGroups
 
 TOOL_THREADS = 4
 """Worker threads the file tools may hold at once, all runs together. anyio's default pool (40 threads) also serves

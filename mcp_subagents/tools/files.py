@@ -16,7 +16,7 @@ import anyio.from_thread
 import anyio.to_thread
 from pydantic import Field
 
-from ..errors import ToolError
+from ..core.errors import ToolError
 from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, lines_that_fit, tool_threads
 from .paths import open_resolved, resolve_path
 from .text_lines import TextLines

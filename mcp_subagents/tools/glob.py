@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..errors import ToolError
-from ..glob_root import glob_root
+from ..core.errors import ToolError
+from ..core.glob_root import glob_root
 from .base import Tool, ToolContext, ToolInput
 from .glob_match import listing_matcher, may_match_hidden, ripgrep_name_filter
 from .newest_first import NewestFirst

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from wcmatch.glob import WcMatcher
 
-from ..glob_root import glob_flags
+from ..core.glob_root import glob_flags
 
 TYPE_NAME = "mcpsubagentsglob"
 MAX_ALTERNATIVES = 64

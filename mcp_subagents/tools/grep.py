@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..errors import ToolError
+from ..core.errors import ToolError
 from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput
 from .grep_results import GrepResults, LinesByFile, SearchTarget
 from .newest_first import NewestFirst

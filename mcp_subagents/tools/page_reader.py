@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..errors import ModelAPIError
-from ..messages import TextPart, UserMessage
+from ..core.errors import ModelAPIError
+from ..core.messages import TextPart, UserMessage
 from ..models.base import ModelRequest
 from .base import ModelAccess
 

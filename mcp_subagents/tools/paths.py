@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import Literal
 
-from ..errors import ToolError
+from ..core.errors import ToolError
 from .base import ToolContext
 
 PathPurpose = Literal["read", "write"]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import anyio
 
-from ..errors import ToolError
-from ..processes import signal_group
-from ._process import CappedBytes, Command, Finished, run_captured
+from ..core.errors import ToolError
+from ..core.processes import signal_group
+from ..core.subprocesses import CappedBytes, Command, Finished, run_captured
 from .base import ToolContext
 from .paths import resolve_path
 from .record_stream import RecordConsumer, RecordStream

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
-from ..environment import scrubbed_environment
-from ..errors import ToolError
-from ..processes import group_alive, may_have_left_processes, new_tag, reap_adopted
-from ._process import Command, Finished, environment_with_tag, exit_signal_name, run_captured
+from ..core.environment import scrubbed_environment
+from ..core.errors import ToolError
+from ..core.processes import group_alive, may_have_left_processes, new_tag, reap_adopted
+from ..core.subprocesses import Command, Finished, environment_with_tag, exit_signal_name, run_captured
 from .base import Tool, ToolContext, ToolInput
 
 DEFAULT_TIMEOUT_MS = 120_000

@@ -12,7 +12,7 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 from pydantic import Field
 
-from ..errors import ModelAPIError, ToolError
+from ..core.errors import ModelAPIError, ToolError
 from .base import Tool, ToolContext, ToolInput, UrlCheck
 from .page_reader import answer_from_page
 

@@ -12,8 +12,8 @@ from typing import Final
 
 from pydantic import Field
 
-from ..errors import ModelAPIError, ToolError
-from ..messages import TextPart, UserMessage
+from ..core.errors import ModelAPIError, ToolError
+from ..core.messages import TextPart, UserMessage
 from ..models.base import ModelRequest, WebSearchOptions
 from .base import Tool, ToolContext, ToolInput
 

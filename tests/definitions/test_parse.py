@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from mcp_subagents.core.errors import DefinitionError
 from mcp_subagents.definitions import AgentDefinition, parse_definition, parse_json_agents, tools_summary
-from mcp_subagents.errors import DefinitionError
 
 ALL_FIELDS = """\
 ---

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents.claude_settings import ClaudeSettingsFiles, SettingsLocations
+from mcp_subagents.config.claude_settings import ClaudeSettingsFiles, SettingsLocations
+from mcp_subagents.core.errors import UnknownAgentError
 from mcp_subagents.definitions import AgentDefinition, Catalog, CatalogLoader, DefinitionSources
 from mcp_subagents.definitions import sources as sources_module
-from mcp_subagents.errors import UnknownAgentError
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.hooks.conditions import condition_matches
-from mcp_subagents.hooks.config import compile_matcher, parse_hooks
+from mcp_subagents.agent.hooks.conditions import condition_matches
+from mcp_subagents.agent.hooks.config import compile_matcher, parse_hooks
 from mcp_subagents.permissions.rules import parse_rule
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.hooks.runner import run_command_hook
+from mcp_subagents.agent.hooks.runner import run_command_hook
 from tests.processes import is_running, wait_until_gone
 
 pytestmark = pytest.mark.anyio

@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_subagents.config.settings import Settings
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from mcp_subagents.settings import Settings
 from tests.processes import is_running, wait_until_gone
 from tests.support import MODES, connected, make_settings, text_of, write_agent
 

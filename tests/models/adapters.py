@@ -10,8 +10,8 @@ from typing import Any, TypeAlias
 import anyio
 import pytest
 
-from mcp_subagents.errors import ModelAPIError
-from mcp_subagents.messages import Message, ToolDefinition, UserMessage
+from mcp_subagents.core.errors import ModelAPIError
+from mcp_subagents.core.messages import Message, ToolDefinition, UserMessage
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.models.base import ModelRequest
 from mcp_subagents.models.openai import OpenAIModel

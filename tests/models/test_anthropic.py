@@ -9,8 +9,8 @@ import time
 import anthropic
 import pytest
 
-from mcp_subagents.errors import PromptTooLongError
-from mcp_subagents.messages import (
+from mcp_subagents.core.errors import PromptTooLongError
+from mcp_subagents.core.messages import (
     AssistantMessage,
     TextPart,
     ToolCall,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_subagents.messages import ToolDefinition, UserMessage
+from mcp_subagents.core.messages import ToolDefinition, UserMessage
 from mcp_subagents.models.base import ModelRequest, WebSearchOptions
 from tests.fakes.fake_llm import FakeLLM, text, turn
 from tests.models.adapters import ANTHROPIC, READ, MakeModel, Provider

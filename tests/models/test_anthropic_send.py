@@ -12,7 +12,7 @@ import anthropic
 import httpx2
 import pytest
 
-from mcp_subagents.messages import TextPart
+from mcp_subagents.core.messages import TextPart
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.models.anthropic_send import request_template
 from tests.fakes.fake_llm import FakeLLM, Json, Raw, anthropic_stream_bytes, error, raw, text, turn

@@ -10,7 +10,7 @@ import anyio
 import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
-from mcp_subagents.messages import TextPart
+from mcp_subagents.core.messages import TextPart
 from tests.fakes.fake_llm import FakeLLM, error, hang, malformed, text, turn
 from tests.models.adapters import ANTHROPIC, OPENAI, MakeModel, Provider
 

@@ -18,15 +18,15 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_subagents.errors import ModelAPIError, PromptTooLongError
-from mcp_subagents.messages import TextPart, ToolCall
+from mcp_subagents.config.settings import Settings
+from mcp_subagents.core.errors import ModelAPIError, PromptTooLongError
+from mcp_subagents.core.messages import TextPart, ToolCall
+from mcp_subagents.core.processes import process_alive
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.models.base import ModelResponse
 from mcp_subagents.models.providers import ProviderConfig
 from mcp_subagents.models.spread import SPREAD_AT, SpreadModel
-from mcp_subagents.processes import process_alive
-from mcp_subagents.server import build_server
-from mcp_subagents.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, Step, error, hang, text, tool_use, turn
 from tests.models.adapters import ANTHROPIC, READ
 from tests.processes import wait_until_gone

@@ -8,7 +8,7 @@ from dataclasses import replace
 import openai
 import pytest
 
-from mcp_subagents.messages import (
+from mcp_subagents.core.messages import (
     AssistantMessage,
     TextPart,
     ToolCall,

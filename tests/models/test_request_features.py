@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mcp_subagents.errors import PromptTooLongError
-from mcp_subagents.messages import (
+from mcp_subagents.core.errors import PromptTooLongError
+from mcp_subagents.core.messages import (
     AssistantMessage,
     ProviderPart,
     TextPart,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.errors import ToolError
-from mcp_subagents.hook_points import HookPermission
-from mcp_subagents.messages import ToolCall
+from mcp_subagents.core.errors import ToolError
+from mcp_subagents.core.hook_points import HookPermission
+from mcp_subagents.core.messages import ToolCall
 from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, Denial, PermissionQuestion
 from mcp_subagents.permissions.gate import PermissionGate
 from mcp_subagents.permissions.policy import PermissionPolicy

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.claude_settings import ClaudeSettingsFiles, SettingsLocations
-from mcp_subagents.errors import ConfigError
+from mcp_subagents.config.claude_settings import ClaudeSettingsFiles, SettingsLocations
+from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.permissions import PermissionRules, RuleError, parse_rule, rules_from_settings
 from mcp_subagents.permissions.patterns import (
     Bases,

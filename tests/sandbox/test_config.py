@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.sandbox import SandboxConfig, SandboxConfigError, parse_sandbox_config, sandbox_block
 from mcp_subagents.sandbox.domains import DomainRules
-from mcp_subagents.service import Subagents
 from tests.support import make_settings
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.errors import ConfigError
+from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
 from mcp_subagents.sandbox.platform import Availability
 

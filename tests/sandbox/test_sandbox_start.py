@@ -14,11 +14,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_subagents.errors import ConfigError
+from mcp_subagents.core.errors import ConfigError
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from mcp_subagents.runtime.service import Subagents, TaskArguments
 from mcp_subagents.sandbox import SandboxRuntime
-from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents, TaskArguments
 
 from ..support import make_settings, running_app
 

@@ -19,11 +19,11 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from mcp_subagents.config.settings import Settings
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import Model
-from mcp_subagents.server import build_server
-from mcp_subagents.service import Subagents
-from mcp_subagents.settings import Settings
-from mcp_subagents.transports import open_listener, serve
+from mcp_subagents.runtime.service import Subagents
+from mcp_subagents.serve.transports import open_listener, serve
 from tests.support import make_settings
 
 TRANSPORTS = ["sse", "streamable-http"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.project_context import git_status
+from mcp_subagents.agent.project_context import git_status
 
 pytestmark = pytest.mark.anyio
 

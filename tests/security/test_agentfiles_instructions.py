@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_subagents.project_context import claude_md_block, instruction_files
+from mcp_subagents.agent.project_context import claude_md_block, instruction_files
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path, Path]:

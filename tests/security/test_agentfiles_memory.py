@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.agent_memory import memory_allow_rules, prepare_memory
+from mcp_subagents.agent.memory import memory_allow_rules, prepare_memory
 from mcp_subagents.definitions import AgentDefinition
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 from tests.support import connected, make_settings, write_agent

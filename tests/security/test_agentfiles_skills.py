@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.errors import ToolError
-from mcp_subagents.skills import load_skills, skill_tool
+from mcp_subagents.agent.skills import load_skills, skill_tool
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import ToolContext
 
 pytestmark = pytest.mark.anyio

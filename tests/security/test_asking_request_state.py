@@ -16,8 +16,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from mcp_subagents.server import build_server
 from tests.fakes.fake_llm import FakeLLM, tool_use, turn
 from tests.fakes.fake_llm import text as fake_text
 from tests.stdio_modern import ModernStdioServer

@@ -12,7 +12,7 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.service import TaskArguments
+from mcp_subagents.runtime.service import TaskArguments
 
 from ..support import make_settings, running_app
 

@@ -10,11 +10,11 @@ import anyio
 import httpx2 as httpx
 import pytest
 
-from mcp_subagents.dashboard import HOST, open_socket
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.service import Subagents, TaskArguments
-from mcp_subagents.task_record import TaskRecord
+from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.serve.dashboard import HOST, open_socket
+from mcp_subagents.tasks.record import TaskRecord
 
 from ..dashboard_support import base_url, client, served_dashboard
 from ..support import make_settings, running_app

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.errors import ConfigError
-from mcp_subagents.http_security import is_loopback
-from mcp_subagents.transports import open_listener
+from mcp_subagents.core.errors import ConfigError
+from mcp_subagents.serve.http_security import is_loopback
+from mcp_subagents.serve.transports import open_listener
 
 from .http_harness import ALICE_TOKEN, TRANSPORTS, http_settings, raw_request, serving, token_file
 

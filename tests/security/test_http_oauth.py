@@ -10,7 +10,7 @@ import httpx2
 import pytest
 
 from mcp_subagents.models.scripted import ScriptedModel, text
-from mcp_subagents.oauth import UNKNOWN_KEY_REFETCHES_PER_MINUTE
+from mcp_subagents.serve.oauth import UNKNOWN_KEY_REFETCHES_PER_MINUTE
 
 from ..support import MODES, text_of
 from .http_harness import ALICE_TOKEN, BACKGROUND_TASK, TRANSPORTS, http_settings, mcp_client, raw_request, serving

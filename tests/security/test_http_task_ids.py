@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.models.scripted import ScriptedModel, text
-from mcp_subagents.task_record import TaskLimits
-from mcp_subagents.tasks import TaskManager
+from mcp_subagents.tasks.manager import TaskManager
+from mcp_subagents.tasks.record import TaskLimits
 
 from ..support import text_of
 from .http_harness import ALICE_TOKEN, BACKGROUND_TASK, http_settings, mcp_client, serving, token_file

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_subagents.config.settings import AGENT_SERVER_MARKER
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from mcp_subagents.settings import AGENT_SERVER_MARKER
 from tests.support import connected, make_settings, text_of, write_agent
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_subagents.messages import TextPart
+from mcp_subagents.core.messages import TextPart
 from tests.fakes.fake_llm import FakeLLM, text, turn
 from tests.models.adapters import ANTHROPIC, OPENAI, Provider
 

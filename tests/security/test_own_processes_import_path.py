@@ -15,11 +15,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.catalog_prescan import start_prescan
-from mcp_subagents.cli import settings_for_command_line
+from mcp_subagents.cli.commands import settings_for_command_line
+from mcp_subagents.core.processes import own_module_command
+from mcp_subagents.definitions.prescan import start_prescan
 from mcp_subagents.models.providers import ProviderConfig, WorkerStartup
 from mcp_subagents.models.spread import ModelProcess
-from mcp_subagents.processes import own_module_command
 
 
 def hostile_project(root: Path) -> tuple[Path, Path]:
@@ -56,7 +56,7 @@ def test_the_first_start_prescan_does_not_import_the_projects_package(
 def test_a_command_for_our_own_module_runs_ours_in_any_folder(tmp_path: Path) -> None:
     project, marker = hostile_project(tmp_path)
     finished = subprocess.run(
-        [*own_module_command("mcp_subagents.processes")], cwd=project, capture_output=True, timeout=60, check=False
+        [*own_module_command("mcp_subagents.core.processes")], cwd=project, capture_output=True, timeout=60, check=False
     )
     assert finished.returncode == 0, finished.stderr
     assert not marker.exists()

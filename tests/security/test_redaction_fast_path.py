@@ -12,7 +12,7 @@ from urllib.parse import quote, quote_plus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_subagents.redaction import REDACTED, Redactor
+from mcp_subagents.core.redaction import REDACTED, Redactor
 
 SECRETS = ["sk-ant-api03-abcdefgh", "pass word with spaces", "p%2Bss+word!", "ünïcode-sécret"]
 

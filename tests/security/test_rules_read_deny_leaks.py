@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, decide
 from mcp_subagents.permissions.context import read_filter
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment

@@ -19,8 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_subagents.environment import scrubbed_environment
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.environment import scrubbed_environment
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.permissions.patterns import Bases, compile_path_pattern
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
 from mcp_subagents.sandbox.hidden import ReadDenials

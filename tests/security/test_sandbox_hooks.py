@@ -45,7 +45,7 @@ async def test_a_hook_runs_outside_the_sandbox_as_in_claude_code(host_tmp: Path)
     assert (outside / "hook-wrote-here").read_text(encoding="utf-8") == "outside\n"
 
 
-GUARD = "cat > /dev/null\necho checked >> \"$CLAUDE_PROJECT_DIR/guard.log\"\nexit 0"
+GUARD = 'cat > /dev/null\necho checked >> "$CLAUDE_PROJECT_DIR/guard.log"\nexit 0'
 
 
 async def test_the_agent_cannot_change_a_script_its_hooks_run(host_tmp: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.environment import scrubbed_environment
+from mcp_subagents.core.environment import scrubbed_environment
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
 from mcp_subagents.tools import ToolContext, builtin_tools
 from tests.fakes.fake_llm import FakeLLM, text, turn

@@ -16,8 +16,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.environment import scrubbed_environment
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.environment import scrubbed_environment
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
 from mcp_subagents.tools import ToolContext, builtin_tools
@@ -45,7 +45,7 @@ async def test_the_team_token_file_and_tls_key_are_hidden_from_sandboxed_command
         sandbox="on",
         auth_token_file=tokens,
         tls_key=key,
-        tls_cert=key.with_name('server.crt'),
+        tls_cert=key.with_name("server.crt"),
         permission_mode="bypassPermissions",
     )
     model = ScriptedModel(

@@ -23,11 +23,7 @@ from .test_sandbox_confinement import ORIGIN_HOST, Machine, bash_in, fetch, mach
 pytestmark = [pytest.mark.anyio, requires_bwrap]
 __all__ = ["machine"]
 
-CONNECT = (
-    "import socket,sys\n"
-    "s=socket.socket(socket.AF_UNIX)\n"
-    "s.connect(sys.argv[1]); print(s.recv(100).decode())\n"
-)
+CONNECT = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1]); print(s.recv(100).decode())\n"
 
 
 @contextmanager

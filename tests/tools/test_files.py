@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import BUILTIN_TOOL_NAMES, builtin_tools
 from mcp_subagents.tools.files import MAX_UNPAGED_BYTES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.tools._process import CappedBytes, Command, run_captured
+from mcp_subagents.core.subprocesses import CappedBytes, Command, run_captured
 
 pytestmark = pytest.mark.anyio
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import ToolContext
 from mcp_subagents.tools.base import safe_text
 from mcp_subagents.tools.paths import open_resolved, resolve_path

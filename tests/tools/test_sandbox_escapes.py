@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import ToolContext, builtin_tools
 
 from .conftest import CallTool

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
 from tests.processes import is_running, wait_until_gone
 

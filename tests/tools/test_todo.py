@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import ToolContext
 
 from .conftest import CallTool

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import web
 from mcp_subagents.tools.web import html_to_text
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.errors import ToolError
+from mcp_subagents.core.errors import ToolError
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.tools import ToolContext
 from mcp_subagents.tools.base import ModelAccess

@@ -1,0 +1,202 @@
+"""Skills, as Claude Code keeps them: `<folder>/SKILL.md` with YAML frontmatter, found in the project, the user's
+folder and plugins. An agent's `skills:` are preloaded into its first message; the `Skill` tool loads one on demand.
+
+Where skills are found, and which wins when two share a name (as in Claude Code, the user's own beat the
+project's): `.claude/skills/` in the working directory and its parents up to the repository root, then
+`~/.claude/skills/`; plugin skills are named `plugin:skill` and never clash.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal, TypeAlias
+
+from pydantic import Field
+
+from ..core.errors import DefinitionError, ToolError
+from ..definitions.frontmatter import has_frontmatter, read_frontmatter
+from ..definitions.sources import plugin_folders
+from ..tools.base import Tool, ToolContext, ToolInput
+from .prompts import checkout_root
+
+logger = logging.getLogger(__name__)
+
+SkillSource: TypeAlias = Literal["project", "user", "plugin"]
+SKILL_FILE: Final = "SKILL.md"
+MAX_DESCRIPTION_CHARS: Final = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Skill:
+    name: str
+    """`my-skill`, or `plugin:my-skill` for a plugin's skill."""
+    description: str
+    directory: Path
+    body: str
+    source: SkillSource
+    model_invocable: bool = True
+    """False with `disable-model-invocation: true`: only a person may run it, so it is neither preloaded nor
+    offered to the Skill tool."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillCatalog:
+    skills: Mapping[str, Skill]
+
+    def find(self, name: str, *, plugin: str | None = None) -> Skill | None:
+        """The skill `name` names: exactly, else the agent's own plugin's, else the one plugin skill of that name."""
+        name = name.strip().removeprefix("/")
+        if name in self.skills:
+            return self.skills[name]
+        if plugin is not None and f"{plugin}:{name}" in self.skills:
+            return self.skills[f"{plugin}:{name}"]
+        matches = [skill for key, skill in self.skills.items() if key.rpartition(":")[2] == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def invocable(self) -> list[Skill]:
+        return [skill for skill in self.skills.values() if skill.model_invocable]
+
+
+def load_skills(cwd: Path, *, claude_dir: Path | None, plugin_dirs: Sequence[Path] = ()) -> SkillCatalog:
+    """Every skill visible from `cwd`. A broken SKILL.md is logged and skipped."""
+    found: dict[str, Skill] = {}
+    for folder in reversed(_project_folders(cwd)):  # closer folders win
+        _scan(folder / ".claude" / "skills", "project", found, within=folder)
+    if claude_dir is not None:
+        _scan(claude_dir / "skills", "user", found)
+    for plugin_dir in plugin_dirs:
+        for plugin, root in plugin_folders(plugin_dir):
+            _scan(root / "skills", "plugin", found, plugin=plugin, within=root)
+    return SkillCatalog(skills=dict(sorted(found.items())))
+
+
+def _project_folders(cwd: Path) -> list[Path]:
+    """`cwd` and its parents up to the repository root; just `cwd` outside a repository."""
+    root = checkout_root(cwd)
+    if root is None:
+        return [cwd]
+    folders = [cwd, *cwd.parents]
+    return folders[: folders.index(root) + 1]
+
+
+def _scan(
+    root: Path, source: SkillSource, found: dict[str, Skill], *, plugin: str | None = None, within: Path | None = None
+) -> None:
+    """Skills in `root`. With `within`, a SKILL.md whose real path leaves that folder is skipped: a cloned project
+    could otherwise link one to a private file, which the model would then read."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path) / SKILL_FILE
+        if entry.name.startswith(".") or not path.is_file():
+            continue
+        if within is not None and not path.resolve().is_relative_to(within.resolve()):
+            logger.warning("skill %s leads out of %s through a link; skipped", path, within)
+            continue
+        skill = _read_skill(path, source, plugin)
+        if skill is not None:
+            found[skill.name] = skill
+
+
+def _read_skill(path: Path, source: SkillSource, plugin: str | None) -> Skill | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+        if has_frontmatter(text):
+            frontmatter = read_frontmatter(text, path)
+            fields, body = frontmatter.fields, frontmatter.body
+        else:
+            fields, body = {}, text.strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        logger.warning("skill %s cannot be read: %s", path, exc)
+        return None
+    except DefinitionError as exc:
+        logger.warning("skill %s skipped: %s", path, exc.message)
+        return None
+    folder_name = path.parent.name
+    description = fields.get("description") or fields.get("when_to_use") or _first_line(body)
+    invocation = fields.get("disable-model-invocation")
+    return Skill(
+        name=f"{plugin}:{folder_name}" if plugin else folder_name,
+        description=" ".join(str(description).split())[:MAX_DESCRIPTION_CHARS],
+        directory=path.parent,
+        body=body,
+        source=source,
+        model_invocable=not (invocation is True or str(invocation).strip().lower() == "true"),
+    )
+
+
+def _first_line(body: str) -> str:
+    return next((line.strip().lstrip("#").strip() for line in body.splitlines() if line.strip()), "")
+
+
+def skill_blocks(skill: Skill, arguments: str = "") -> tuple[str, str]:
+    """The two text blocks a loaded skill is given as: its marker, then its folder and instructions."""
+    body = skill.body.replace("${CLAUDE_SKILL_DIR}", str(skill.directory)).replace("$ARGUMENTS", arguments)
+    marker = (
+        f"<command-message>{skill.name}</command-message>\n"
+        f"<command-name>{skill.name}</command-name>\n"
+        "<skill-format>true</skill-format>"
+    )
+    return marker, f"Skill folder (paths in the skill are relative to it): {skill.directory}\n\n{body}"
+
+
+def preloaded_skills(names: Sequence[str], catalog: SkillCatalog, *, agent: str, plugin: str | None) -> list[str]:
+    """The blocks of an agent's `skills:`, in the order listed; a missing or person-only skill is skipped and
+    logged."""
+    blocks: list[str] = []
+    for name in names:
+        skill = catalog.find(name, plugin=plugin)
+        if skill is None:
+            logger.warning("agent %s lists skill %s, which was not found; skipped", agent, name)
+        elif not skill.model_invocable:
+            logger.warning(
+                "agent %s lists skill %s, which sets disable-model-invocation and cannot be preloaded; skipped",
+                agent,
+                name,
+            )
+        else:
+            blocks += skill_blocks(skill)
+    return blocks
+
+
+def skills_listing(catalog: SkillCatalog) -> str | None:
+    """The system prompt section that tells the model which skills the Skill tool can load."""
+    skills = catalog.invocable()
+    if not skills:
+        return None
+    lines = "\n".join(f"- {skill.name}: {skill.description}" for skill in skills)
+    return f"# Skills\nThe Skill tool can load these skills:\n{lines}"
+
+
+class SkillInput(ToolInput):
+    skill: str = Field(description='The name of the skill to load, e.g. "pdf" or "my-plugin:review"')
+    args: str | None = Field(default=None, description="Optional arguments for the skill")
+
+
+SKILL_DESCRIPTION = """Loads a skill: instructions, and sometimes scripts or reference files, for one kind of work.
+
+- When the task matches one of the skills listed as available, load it with this tool before you start, then \
+follow what it says.
+- Give the skill's name exactly as listed; `args` is passed to skills that take arguments.
+- A skill already shown in the conversation (for example preloaded with your first message) is loaded; do not \
+load it again."""
+
+
+def skill_tool(catalog: SkillCatalog, *, plugin: str | None = None) -> Tool:
+    """The Skill tool over this catalog."""
+
+    async def run(_ctx: ToolContext, args: SkillInput) -> str:
+        skill = catalog.find(args.skill, plugin=plugin)
+        if skill is None or not skill.model_invocable:
+            names = ", ".join(s.name for s in catalog.invocable()) or "none"
+            why = "it can only be run by a person" if skill is not None else "there is no such skill"
+            raise ToolError(f"The skill {args.skill!r} cannot be loaded: {why}. Available skills: {names}")
+        return "\n\n".join(skill_blocks(skill, args.args or ""))
+
+    return Tool(name="Skill", description=SKILL_DESCRIPTION, input_model=SkillInput, run=run, read_only=True)

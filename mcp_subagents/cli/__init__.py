@@ -1,0 +1,8 @@
+"""The command line: `mcp-subagents serve|run|agents|tasks|dashboard`, terminal output, `agents validate`.
+
+May use: every other folder.
+"""
+
+from .commands import main
+
+__all__ = ["main"]

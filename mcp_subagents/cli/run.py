@@ -1,0 +1,100 @@
+"""`mcp-subagents run`: one subagent from the shell, with a live status line, Ctrl-C that stops the task cleanly,
+and the result written for a person (or, with `--raw`, the envelope a host gets)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from ..config.settings import Settings
+from ..core.errors import ConfigError, SubagentsError
+from ..core.processes import harden_server_process, kill_descendants
+from ..render import outcome_text, task_error
+from ..render.inert import inert
+from ..runtime.service import Subagents, TaskArguments
+from .terminal import PlainProgress, StatusLine, person_report, resume_hint
+
+INTERRUPTED = 130
+"""The exit status of a command ended by Ctrl-C, as shells report it."""
+
+
+def run_command(settings: Settings, words: Sequence[str], *, resume: str | None, raw: bool) -> int:
+    if resume is not None:
+        if len(words) != 1:
+            return _usage('with --resume, give only the prompt: mcp-subagents run --resume ID "PROMPT"')
+        agent, prompt = None, words[0]
+    elif len(words) != 2:
+        return _usage('give the agent and the prompt: mcp-subagents run AGENT "PROMPT"')
+    else:
+        agent, prompt = words
+    harden_server_process()
+    try:
+        return anyio.run(_run, settings, agent, prompt, resume, raw)
+    except KeyboardInterrupt:  # Ctrl-C before the task started
+        print("mcp-subagents: cancelled", file=sys.stderr)
+        return INTERRUPTED
+    except ConfigError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 2
+    finally:
+        kill_descendants()  # what the task's commands detached was re-parented to this process: it goes with it
+
+
+def _usage(message: str) -> int:
+    print(f"mcp-subagents run: {message}", file=sys.stderr)
+    return 2
+
+
+async def _run(settings: Settings, agent: str | None, prompt: str, resume: str | None, raw: bool) -> int:
+    err = sys.stderr
+    app = Subagents(settings)
+    async with app.running():
+        arguments = TaskArguments(
+            description="run from the shell", prompt=prompt, subagent_type=agent or "", resume=resume
+        )
+        try:
+            record = app.launch(arguments)
+        except SubagentsError as exc:
+            if raw:
+                print(inert(task_error(agent or "", exc.message)))
+            else:
+                print(f"mcp-subagents: {inert(exc.message)}", file=err)
+            return 1
+        progress = StatusLine(record, err) if err.isatty() else PlainProgress(err)
+        stop_requests = 0
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async with anyio.create_task_group() as group:
+
+                async def on_ctrl_c() -> None:
+                    nonlocal stop_requests
+                    async for _ in signals:
+                        stop_requests += 1
+                        if stop_requests > 1:  # a second Ctrl-C: stop waiting for a clean stop
+                            group.cancel_scope.cancel()
+                            return
+                        app.tasks.request_stop(record.id)
+
+                group.start_soon(on_ctrl_c)
+                if isinstance(progress, StatusLine):
+                    group.start_soon(progress.keep_drawing)
+                with app.tasks.watch(record, progress.on_event):
+                    await record.done.wait()
+                group.cancel_scope.cancel()
+        if isinstance(progress, StatusLine):
+            progress.clear()
+        outcome = record.outcome
+        if stop_requests and (outcome is None or outcome.state == "stopped"):
+            print(resume_hint(record), file=err)
+            return INTERRUPTED
+        assert outcome is not None
+        if raw:  # the envelope a host gets, but printed for a person: inert like the rest
+            print(inert(outcome_text(record, outcome, max_chars=settings.max_result_chars)))
+        else:
+            answer, notes = person_report(record, outcome)
+            if answer:
+                print(answer)
+            print(notes, file=err)
+        return 1 if record.is_error else 0

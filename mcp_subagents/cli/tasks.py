@@ -1,0 +1,218 @@
+"""`mcp-subagents tasks list | show | tail | stop`: the tasks of a state directory, from the terminal.
+
+Everything a model, a host or a project file wrote (descriptions, agent and tool names, answers, the output file) is
+printed inert: an escape sequence in it shows as `\\x1b` instead of acting on the terminal. `--json` is already
+inert: JSON escapes every character outside ASCII."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..models.pricing import format_usd
+from ..render import outcome_text
+from ..render.inert import inert
+from ..tasks.control import ControlError, request_stop
+from ..tasks.files import (
+    TaskLookupError,
+    TaskSnapshot,
+    find_task,
+    list_tasks,
+    output_path,
+    read_task,
+)
+
+FOLLOW_INTERVAL = 0.2
+"""Seconds between looks at a followed task's files (`tail -f` does the same)."""
+STOP_WAIT = 10.0
+
+
+def tasks_command(action: str, state_dir: Path, *, task_id: str | None, as_json: bool, out: TextIO) -> int:
+    """Run one `tasks` action; returns the exit status."""
+    try:
+        match action:
+            case "list":
+                return _list(state_dir, as_json=as_json, out=out)
+            case "show":
+                return _show(_snapshot(state_dir, task_id), out=out)
+            case "tail":
+                return _tail(state_dir, task_id, out=out)
+            case _:
+                return _stop(state_dir, task_id, out=out)
+    except TaskLookupError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def _snapshot(state_dir: Path, task_id: str | None) -> TaskSnapshot:
+    path = find_task(state_dir, task_id or "")
+    snapshot = read_task(path)
+    if snapshot is None:
+        raise TaskLookupError(f"{path} has no task header")
+    return snapshot
+
+
+def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
+    """One task for `tasks list --json` and the dashboard's API."""
+    header = snapshot.header
+    return {
+        "task_id": header.task_id,
+        "state": snapshot.state,
+        "agent": header.agent,
+        "description": header.description,
+        "owner": header.owner,
+        "model": header.model,
+        "created": header.created,
+        "resumed_from": header.resumed_from,
+        "turns": snapshot.turns,
+        "tool_uses": snapshot.tool_uses,
+        "tokens": snapshot.tokens,
+        "usage": asdict(snapshot.usage),
+        "cost_usd": snapshot.cost_usd,
+        "budget_usd": header.budget_usd,
+        "elapsed_s": round(snapshot.elapsed_s, 3),
+        "current_tools": list(snapshot.current_tools),
+        "denials": snapshot.denials,
+        "last_text": snapshot.last_text[-500:],
+        "pid": header.pid,
+    }
+
+
+def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
+    snapshots = list_tasks(state_dir)
+    if as_json:
+        print(json.dumps([task_row(snapshot) for snapshot in snapshots], indent=2), file=out)
+        return 0
+    if not snapshots:
+        print(f"No tasks in {state_dir}.", file=out)
+        return 0
+    columns = ("ID", "STATE", "AGENT", "TURNS", "TOKENS", "COST", "ELAPSED", "DESCRIPTION")
+    rows = [columns] + [
+        (
+            s.task_id,
+            _field(s.state),
+            _field(s.header.agent),
+            str(s.turns),
+            f"{s.tokens:,}",
+            "-" if s.cost_usd is None else format_usd(s.cost_usd),
+            _duration(s.elapsed_s),
+            _field(s.header.description),
+        )
+        for s in snapshots
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1], file=out)
+    return 0
+
+
+def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
+    header = snapshot.header
+    u = snapshot.usage
+    cost = "tokens only (the model has no price)" if snapshot.cost_usd is None else format_usd(snapshot.cost_usd)
+    lines = [
+        f"task {header.task_id}  ({_field(header.agent)}: {_field(header.description)})",
+        f"state: {_field(snapshot.state)}   owner: {_field(header.owner)}   model: {_field(header.model or 'unknown')}",
+        f"turns: {snapshot.turns}   tool uses: {snapshot.tool_uses}   tokens: {snapshot.tokens:,} "
+        f"(input {u.input_tokens:,}, output {u.output_tokens:,}, cache write {u.cache_creation_tokens:,}, "
+        f"cache read {u.cache_read_tokens:,})   cost: {cost}",
+        f"created: {datetime.fromtimestamp(header.created):%Y-%m-%d %H:%M:%S}   "
+        f"elapsed: {_duration(snapshot.elapsed_s)}",
+    ]
+    if header.resumed_from:
+        lines.append(f"resumed from: {_field(header.resumed_from)}")
+    if snapshot.current_tools:
+        lines.append(f"running now: {', '.join(_field(tool) for tool in snapshot.current_tools)}")
+    transcript = snapshot.path
+    lines += [f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
+    print("\n".join(lines), file=out)
+    if snapshot.outcome is not None:
+        print(inert(outcome_text(_record(snapshot, transcript), snapshot.outcome, max_chars=None)), file=out)
+        return 1 if snapshot.outcome.is_error else 0
+    print(inert(_read(output_path(transcript))[-4000:]), file=out, end="")
+    return 0
+
+
+def _tail(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
+    """Print the task's output file and follow it until the task ends; the exit status says how it ended."""
+    path = find_task(state_dir, task_id or "")
+    output = output_path(path)
+    offset = 0
+    while True:
+        snapshot = read_task(path)  # before reading the output: an end seen here means the output is complete
+        finished = snapshot is None or snapshot.finished
+        text = _read(output)
+        # A carriage return at the end may be the first half of a CRLF still being written: it waits for the rest.
+        end = len(text) if finished or not text.endswith("\r") else len(text) - 1
+        if end > offset:
+            out.write(inert(text[offset:end]))
+            out.flush()
+            offset = end
+        if finished:
+            if snapshot is not None and snapshot.outcome is None:
+                print(f"\n[task {snapshot.task_id} was interrupted: its server is gone]", file=out)
+            return 0 if snapshot is not None and snapshot.state == "completed" else 1
+        time.sleep(FOLLOW_INTERVAL)
+
+
+def _stop(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
+    snapshot = _snapshot(state_dir, task_id)
+    header = snapshot.header
+    if snapshot.finished:
+        print(f"Task {header.task_id} ({_field(header.description)}) already ended: {snapshot.state}.", file=out)
+        return 0
+    try:
+        request_stop(state_dir, header.control, header.task_id)
+    except ControlError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 1
+    deadline = time.monotonic() + STOP_WAIT
+    while time.monotonic() < deadline:
+        ended = read_task(snapshot.path)
+        if ended is not None and ended.finished:
+            print(
+                f"Stopped task {header.task_id} ({_field(header.description)}) after {ended.turns} turn(s); "
+                f'continue it with Task resume: "{header.task_id}".',
+                file=out,
+            )
+            return 0
+        time.sleep(FOLLOW_INTERVAL)
+    print(f"Stop requested for task {header.task_id}, but it has not ended within {STOP_WAIT:g} s.", file=out)
+    return 1
+
+
+@dataclass(frozen=True, slots=True)
+class _FinishedTask:
+    id: str
+    agent: str
+    output_path: Path
+    resumed_from: str | None
+
+
+def _record(snapshot: TaskSnapshot, transcript: Path) -> _FinishedTask:
+    header = snapshot.header
+    return _FinishedTask(header.task_id, header.agent, output_path(transcript), header.resumed_from)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _field(text: str) -> str:
+    """A one-line field of a task (a name, a description) as printed: inert, newlines included."""
+    return inert(text, one_line=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"

@@ -1,0 +1,87 @@
+"""The first start in a state directory: agent files are parsed by a second process while the server imports.
+
+Every start after the first reads what the agent files said from the state directory's cache (`definitions.cache`).
+The first start had to parse every file itself, on the one core that was also importing the server: with thousands
+of files that made it a third slower. So when there is no cache yet, `start_prescan` runs
+`python -m mcp_subagents.definitions.prescan` with the server's own arguments; it scans the same sources the same way,
+which writes the cache, and exits. The server's first scan waits for it (bounded) and then reads the cache. Nothing
+depends on it but speed: if it fails or is late, the server parses the files itself, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..config.settings import Settings
+from ..core.processes import own_module_command
+
+logger = logging.getLogger(__name__)
+
+CACHE_FILE = "catalog-cache.json"
+"""`definitions.cache.CACHE_FILE`, named here too so that deciding costs no import of the parsing code."""
+WAIT_SECONDS = 20.0
+"""How long the first scan waits for the prescan before parsing the files itself."""
+
+
+@dataclass(slots=True)
+class CatalogPrescan:
+    """A running prescan."""
+
+    process: subprocess.Popen[bytes]
+
+    def wait(self) -> None:
+        """Until the prescan has exited (or is stopped, after `WAIT_SECONDS`); what it wrote is then in the cache."""
+        try:
+            code = self.process.wait(timeout=WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            logger.info("the agent files are parsed here: the prescan did not finish in %.0f s", WAIT_SECONDS)
+            self.stop()
+            return
+        if code != 0:
+            logger.debug("the agent-file prescan exited with %s; the files are parsed here", code)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | None:
+    """Start parsing the agent files in another process when the state directory has no cache of them yet;
+    `argv` is the server's command line (after the program name), so both scan the very same sources."""
+    if (settings.state_dir / CACHE_FILE).exists():
+        return None
+    try:
+        process = subprocess.Popen(
+            own_module_command("mcp_subagents.definitions.prescan", *argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # stdout is the protocol
+            stderr=subprocess.DEVNULL,  # the server logs the files' warnings itself when it reads the cache
+            close_fds=True,
+        )
+    except OSError as exc:
+        logger.debug("no agent-file prescan: %s", exc)
+        return None
+    return CatalogPrescan(process)
+
+
+def _prescan(argv: Sequence[str]) -> int:
+    from ..cli.commands import settings_for_command_line
+    from ..runtime.service import definition_sources
+    from . import CatalogLoader
+    from .cache import CACHE_FILE as LOADER_CACHE_FILE
+
+    settings = settings_for_command_line(argv)
+    if settings is None:
+        return 2
+    CatalogLoader(definition_sources(settings), cache_file=settings.state_dir / LOADER_CACHE_FILE).load()
+    return 0
+
+
+if __name__ == "__main__":
+    logging.disable(logging.CRITICAL)
+    raise SystemExit(_prescan(sys.argv[1:]))

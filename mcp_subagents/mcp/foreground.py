@@ -1,0 +1,257 @@
+"""A `Task` call from launch to answer: the host's roots, the foreground wait, handover, and the round trips of
+2026-era hosts.
+
+A 2026-07-28 connection cannot carry server-initiated requests, so what the server must ask rides the waiting call:
+it answers an `InputRequiredResult` (a `roots/list` request before the task starts, permission forms while it
+runs), and the host repeats the call with the answers and our sealed `requestState`. The task keeps running in the
+meantime, blocked on its question; the repeated call settles the question and waits on the task again, exactly
+like the first call (up to the foreground deadline), possibly asking the next question.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+import anyio
+import mcp_types as types
+from mcp.server import ServerRequestContext
+from mcp.server.session import ServerSession
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..agent.loop import ToolStarted, TurnStarted
+from ..core.errors import LaunchRefusedError, SubagentsError, TaskNotFoundError
+from ..core.redaction import Redactor
+from ..permissions.asking import Asker, OpenQuestions, cannot_ask
+from ..render import (
+    budget_warning_text,
+    describe_event,
+    handover_text,
+    launched_text,
+    outcome_text,
+    stale_answer_text,
+    task_error,
+)
+from ..render.inert import inert
+from ..runtime.service import Subagents, TaskArguments
+from ..serve.auth import principal_of
+from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
+from .elicitation import Elicitor, answer_of, permission_request
+from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
+from .root_policy import confine_roots
+from .roots import ROOTS_INPUT_KEY, ConnectionRoots, host_roots, roots_from_response, roots_request
+from .schemas import task_schema, validate_arguments
+
+logger = logging.getLogger(__name__)
+
+TaskCallResult: TypeAlias = types.CallToolResult | types.InputRequiredResult
+WaitEnd: TypeAlias = Literal["finished", "asking", "deadline"]
+
+
+class RoundState(BaseModel):
+    """What our `requestState` carries between two calls of a round trip. The SDK's `RequestStateBoundary` seals it
+    (encrypted, bound to this tool call's arguments, expiring), so what arrives here is what we minted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: Literal[1] = 1
+    roots: bool = False
+    """The host was sent our `roots/list` request; its answer is in the call's input responses."""
+    task: str | None = None
+    """The task whose open permission questions the host was sent."""
+    questions: list[str] = []
+
+
+def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
+
+
+class TaskCalls:
+    """Serves `Task` calls for one server: it keeps the roots of 2026-era connections."""
+
+    def __init__(self, app: Subagents) -> None:
+        self.app = app
+        self.roots = ConnectionRoots()
+
+    async def __call__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
+        app = self.app
+        arguments = dict(params.arguments or {})
+        catalog = await app.catalog_for_task(arguments.get("subagent_type"))
+        validate_arguments("Task", task_schema(list(catalog.names())), arguments)
+        args = TaskArguments(**arguments)
+        state = _round_state(params.request_state)
+        responses = params.input_responses or {}
+        if state is not None and state.task is not None:
+            return await self._answer_questions(ctx, state, responses)
+        roots = await self._roots(ctx, state, responses)
+        if isinstance(roots, types.InputRequiredResult):
+            return roots
+        if ctx.request is not None and not app.settings.trust_client_roots:  # over HTTP: see root_policy
+            roots = confine_roots(roots, areas=(app.settings.working_directory, *app.settings.allowed_roots))
+        try:
+            record = app.launch(
+                args, catalog=catalog, roots=roots, principal=principal_of(ctx.request), trace_meta=params.meta
+            )
+        except LaunchRefusedError as exc:
+            return _text(task_error(args.subagent_type, exc.message), is_error=True)
+        if record.background:
+            await record.opened.wait()  # the answer names the output file: it exists by then
+            return _text(launched_text(record))
+        return await self._wait_in_foreground(ctx, record)
+
+    async def _roots(
+        self, ctx: ServerRequestContext[Any], state: RoundState | None, responses: types.InputResponses
+    ) -> tuple[Path, ...] | types.InputRequiredResult:
+        if not is_modern(ctx):
+            return await host_roots(ctx.session)
+        if not offers_roots(ctx):
+            return ()
+        if state is not None and state.roots:
+            folders = roots_from_response(responses.get(ROOTS_INPUT_KEY))
+            self.roots.remember(ctx, folders)
+            return folders
+        known = self.roots.known(ctx)
+        if known is not None:
+            return known
+        return types.InputRequiredResult(
+            input_requests={ROOTS_INPUT_KEY: roots_request()}, request_state=RoundState(roots=True).model_dump_json()
+        )
+
+    async def _answer_questions(
+        self, ctx: ServerRequestContext[Any], state: RoundState, responses: types.InputResponses
+    ) -> TaskCallResult:
+        """A host's call that brings answers: settle the questions that are still open, then wait on the task again."""
+        assert state.task is not None
+        try:
+            record = self.app.tasks.get(state.task, principal=principal_of(ctx.request))
+        except TaskNotFoundError:
+            return _text(stale_answer_text(None, task_id=state.task), is_error=True)
+        questions = record.resources.questions
+        still_open = [qid for qid in state.questions if qid in questions.waiting()]
+        if not still_open:
+            logger.info("a late answer for task %s: its questions are closed", record.id)
+            return _text(stale_answer_text(record, task_id=record.id), is_error=True)
+        for question_id in still_open:
+            if question_id in responses:
+                questions.settle(question_id, answer_of(responses[question_id]))
+        return await self._wait_in_foreground(ctx, record)
+
+    async def _wait_in_foreground(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> TaskCallResult:
+        app = self.app
+        modern = is_modern(ctx)
+        asker = self._asker(ctx, record, modern=modern)
+        deadline = app.settings.foreground_deadline
+        with app.tasks.attach(record, listener=HostReporter(ctx, record, app.redact), asker=asker) as attachment:
+            try:
+                ended = await _wait(record, record.resources.questions if modern else None, deadline)
+            except anyio.get_cancelled_exc_class():
+                logger.info("host cancelled task %s; stopping it", record.id)
+                app.tasks.request_stop(record.id)
+                raise
+            if ended == "asking":
+                attachment.keep_asker()
+                return _questions_round(record)
+        if record.outcome is not None:
+            text = outcome_text(record, record.outcome, max_chars=app.settings.max_result_chars)
+            return _text(text, is_error=record.outcome.is_error)
+        return _text(handover_text(record, waited_s=deadline, recent_output=app.tasks.recent_output(record)))
+
+    def _asker(self, ctx: ServerRequestContext[Any], record: TaskRecord, *, modern: bool) -> Asker:
+        if not can_elicit_form(ctx):
+            return cannot_ask
+        if modern:
+            return record.resources.questions
+        return Elicitor(ctx, record)
+
+
+def _round_state(plaintext: str | None) -> RoundState | None:
+    if plaintext is None:
+        return None
+    try:
+        return RoundState.model_validate_json(plaintext)
+    except ValidationError:
+        raise SubagentsError(
+            "This call's requestState cannot be read (it comes from another version of the server); "
+            "call Task again without it."
+        ) from None
+
+
+async def _wait(record: TaskRecord, questions: OpenQuestions | None, seconds: float) -> WaitEnd:
+    """Wait until the task finishes, asks a question the host must carry (2026 era), or `seconds` pass."""
+    with anyio.move_on_after(seconds):
+        async with anyio.create_task_group() as group:
+
+            async def until_finished() -> None:
+                await record.done.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(until_finished)
+            if questions is not None:
+
+                async def until_asking() -> None:
+                    await questions.wait_until_open()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(until_asking)
+    if record.done.is_set():
+        return "finished"
+    if questions is not None and questions.waiting():
+        return "asking"
+    return "deadline"
+
+
+def _questions_round(record: TaskRecord) -> types.InputRequiredResult:
+    waiting = record.resources.questions.waiting()
+    requests: types.InputRequests = {
+        question_id: permission_request(question, record) for question_id, question in waiting.items()
+    }
+    state = RoundState(task=record.id, questions=list(waiting))
+    return types.InputRequiredResult(input_requests=requests, request_state=state.model_dump_json())
+
+
+_LogSender: TypeAlias = Callable[
+    [ServerSession, types.LoggingLevel, Any, str | None, types.RequestId | None], Awaitable[None]
+]
+_send_log_message: _LogSender = getattr(
+    ServerSession.send_log_message,  # pyright: ignore[reportDeprecated]
+    "__wrapped__",
+    ServerSession.send_log_message,  # pyright: ignore[reportDeprecated]
+)
+"""`ServerSession.send_log_message` without its deprecation wrapper: log notifications are deprecated in the 2026 era
+but still what 2025-era hosts display, and silencing the warning around every event cost about 1 % of the server's
+CPU."""
+
+
+class HostReporter:
+    """Progress for each turn and tool call (a no-op when the host sent no progress token), and log
+    notifications of subagent events for hosts that accept them. Neither is needed for a correct result."""
+
+    def __init__(self, ctx: ServerRequestContext[Any], record: TaskRecord, redact: Redactor) -> None:
+        self._ctx = ctx
+        self._record = record
+        self._redact = redact
+
+    async def __call__(self, event: TaskEvent) -> None:
+        if isinstance(event, TurnStarted):
+            message = f"turn {event.turn} of {event.max_turns}"
+        elif isinstance(event, ToolStarted):
+            message = f"turn {event.turn}: {inert(event.call.name, one_line=True)}"
+        elif isinstance(event, BudgetWarning):
+            message = f"turn {event.turn}: budget: {budget_warning_text(event)}"
+        else:
+            message = None
+        if message is not None:
+            # Counted on the task, so progress keeps rising across the calls of a 2026-era round trip.
+            progress = self._record.progress
+            await self._ctx.session.report_progress(progress.turn + progress.tool_uses, None, message)
+        line = describe_event(event)
+        if line is not None and log_level_allows(self._ctx, "info"):
+            # Hosts show these to people: the model's text in them is made inert (and so well-formed).
+            data = {
+                "task_id": self._record.id,
+                "agent": inert(self._record.agent, one_line=True),
+                "event": inert(self._redact(line.strip())),
+            }
+            await _send_log_message(self._ctx.session, "info", data, "mcp-subagents", self._ctx.request_id)

@@ -1,0 +1,274 @@
+"""MCP wiring: the three tools, argument validation, the `requestState` seal, logging level, and list changes."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.subscriptions import ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from .. import __version__
+from ..core.errors import InvalidArgumentsError, SubagentsError
+from ..definitions import Catalog
+from ..render.descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description
+from ..runtime.service import Subagents
+from ..serve.auth import principal_of
+from ..serve.jsonrpc_guard import well_formed_results
+from .app_view import (
+    EXTENSION_ID,
+    TASK_LIST,
+    TASK_LIST_DESCRIPTION,
+    TASK_LIST_SCHEMA,
+    client_supports_apps,
+    read_view,
+    ui_meta,
+    view_resource,
+)
+from .host_connection import set_log_level
+from .notifications import ToolListNotifier
+from .schemas import (
+    TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
+    TASK_OUTPUT_SCHEMA,
+    TASK_STOP_SCHEMA,
+    task_schema,
+    validate_arguments,
+)
+
+# What answers the tool calls (and the task engine behind it) loads at the first call or in the warm-up after the
+# first tools/list, not at start-up.
+if TYPE_CHECKING:
+    from .foreground import TaskCallResult, TaskCalls
+
+logger = logging.getLogger(__name__)
+
+SERVER_NAME = "mcp-subagents"
+ALWAYS_LOAD = "anthropic/alwaysLoad"
+"""Claude Code's tool `_meta` key: never defer this tool behind tool search."""
+MAX_RESULT_SIZE = "anthropic/maxResultSizeChars"
+"""Claude Code's tool `_meta` key: keep results up to this many characters inline rather than in a file."""
+CLAUDE_CODE_RESULT_CAP = 500_000
+RESULT_ENVELOPE_ALLOWANCE = 40_000
+"""Room above --max-result-chars for what surrounds the agent's text: notes, denials, status, usage."""
+
+
+class SubagentsServer(Server[Any]):
+    """Advertises `tools.listChanged` on every transport, so hosts re-list tools when agent files change."""
+
+    notifier: ToolListNotifier
+    app: Subagents
+
+    @cached_property
+    def task_calls(self) -> TaskCalls:
+        """What answers Task calls, for every session of this server."""
+        from .foreground import TaskCalls
+
+        return TaskCalls(self.app)
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), experimental_capabilities, extensions
+        )
+
+
+def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
+
+
+@dataclass(slots=True)
+class _Listing:
+    """The tool lists rendered for the catalog last listed: one for hosts with MCP Apps (True), one without."""
+
+    catalog: Catalog | None = None
+    tools: dict[bool, list[types.Tool]] = field(default_factory=lambda: {})
+
+    def tools_for(self, app: Subagents, catalog: Catalog, *, apps: bool) -> list[types.Tool]:
+        if catalog is not self.catalog:
+            self.catalog, self.tools = catalog, {}
+        tools = self.tools.get(apps)
+        if tools is None:
+            tools = _tools(app, catalog, apps=apps)
+            if apps:
+                tools.append(_task_list_tool())
+            self.tools[apps] = tools
+        return list(tools)
+
+
+def build_server(app: Subagents) -> SubagentsServer:
+    """The MCP server offering Task, TaskOutput and TaskStop over `app`; serve it with any MCP transport.
+
+    `app` must be running (`async with app.running()`) while the server serves.
+    """
+    listed = _Listing()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        # The catalog as last scanned (the watcher rescans it off the loop); its tools are rendered once per catalog
+        # and kind of host. With the watcher off, each list scans anew, in a worker thread.
+        catalog = app.catalog() if app.settings.watch_interval > 0 else await app.refresh_catalog()
+        tools = listed.tools_for(app, catalog, apps=client_supports_apps(ctx))
+        app.warm_up()
+        return types.ListToolsResult(tools=tools)
+
+    async def list_resources(
+        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[view_resource()])
+
+    async def read_resource(
+        _ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        result = read_view(params.uri)
+        if result is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
+        return result
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
+        arguments = dict(params.arguments or {})
+        try:
+            match params.name:
+                case "Task":
+                    return await server.task_calls(ctx, params)
+                case "TaskOutput":
+                    return await _call_task_output(app, arguments, principal_of(ctx.request))
+                case "TaskStop":
+                    return await _call_task_stop(app, arguments, principal_of(ctx.request))
+                case "TaskList":
+                    return _call_task_list(app, principal_of(ctx.request))
+                case _:
+                    return _text(
+                        f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop, TaskList",
+                        is_error=True,
+                    )
+        except SubagentsError as exc:
+            return _text(exc.message, is_error=True)
+        except Exception as exc:
+            logger.exception("tool %s failed", params.name)
+            return _text(f"Internal error in {params.name}: {type(exc).__name__}: {exc}", is_error=True)
+
+    async def set_logging_level(
+        ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        set_log_level(ctx, params.level)
+        return types.EmptyResult()
+
+    notifier = ToolListNotifier()
+    server = SubagentsServer(
+        SERVER_NAME,
+        version=__version__,
+        instructions="Delegate work to subagents with Task; poll background tasks with TaskOutput; stop with TaskStop.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscriptions_listen=ListenHandler(notifier.bus),
+    )
+    # Registered by method name: the constructor's argument for it is deprecated in the 2026 era, but 2025-era
+    # hosts still send it. The handler makes the server declare the `logging` capability.
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
+    server.extensions[EXTENSION_ID] = {}  # MCP Apps: the live task view (app_view.py)
+    server.notifier = notifier
+    server.app = app
+    server.middleware.append(notifier.track_sessions)
+    server.middleware.append(well_formed_results)  # a lone surrogate in a result must not break the wire
+    # The requestState of a 2026-era round trip names a task and its open questions: sealed (encrypted, bound to
+    # the call's arguments and the caller, expiring), so a host can only hand back what this process gave it.
+    security = RequestStateSecurity.ephemeral(ttl=app.settings.ask_timeout + 60)
+    server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
+    return server
+
+
+def _tools(app: Subagents, catalog: Catalog, *, apps: bool = False) -> list[types.Tool]:
+    """The three tools; for a host with MCP Apps, Task and TaskOutput name the live task view."""
+    view = ui_meta() if apps else {}
+    lines = [AgentLine(name, description, tools) for name, description, tools in catalog.listing()]
+    result_size = min(CLAUDE_CODE_RESULT_CAP, app.settings.max_result_chars + RESULT_ENVELOPE_ALLOWANCE)
+    return [
+        types.Tool(
+            name="Task",
+            description=task_description(lines),
+            input_schema=task_schema(list(catalog.names())),
+            annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True),
+            _meta={ALWAYS_LOAD: True, MAX_RESULT_SIZE: result_size, **view},
+        ),
+        types.Tool(
+            name="TaskOutput",
+            description=TASK_OUTPUT_DESCRIPTION,
+            input_schema=TASK_OUTPUT_SCHEMA,
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            _meta={MAX_RESULT_SIZE: result_size, **view},
+        ),
+        types.Tool(
+            name="TaskStop",
+            description=TASK_STOP_DESCRIPTION,
+            input_schema=TASK_STOP_SCHEMA,
+            annotations=types.ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+        ),
+    ]
+
+
+def _task_list_tool() -> types.Tool:
+    return types.Tool(
+        name=TASK_LIST,
+        description=TASK_LIST_DESCRIPTION,
+        input_schema=TASK_LIST_SCHEMA,
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        _meta=ui_meta(app_only=True),
+    )
+
+
+def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
+    from .task_list import task_entry, task_list_result
+
+    entries = [
+        task_entry(record, recent_output=app.tasks.recent_output(record, 800), queue=app.tasks.queue_position(record))
+        for record in app.tasks.tasks_of(principal)
+    ]
+    return task_list_result(entries)
+
+
+async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
+    from ..render.status import status_text
+
+    validate_arguments("TaskOutput", TASK_OUTPUT_SCHEMA, arguments)
+    record = app.tasks.get(str(arguments["task_id"]), principal=principal)
+    if arguments.get("block", True) and not record.finished:
+        timeout_ms = float(arguments.get("timeout", TASK_OUTPUT_DEFAULT_TIMEOUT_MS))
+        await app.tasks.wait(record, min(timeout_ms / 1000, app.settings.foreground_deadline))
+    text = status_text(
+        record,
+        queue=app.tasks.queue_position(record),
+        recent_output=app.tasks.recent_output(record),
+        max_result_chars=app.settings.max_result_chars,
+        subtasks=app.tasks.subtasks(record),
+    )
+    return _text(text, is_error=record.is_error)
+
+
+async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
+    from ..render.status import already_finished_text, stop_pending_text, stopped_text
+
+    validate_arguments("TaskStop", TASK_STOP_SCHEMA, arguments)
+    task_id = arguments.get("task_id") or arguments.get("shell_id")
+    if not task_id:
+        raise InvalidArgumentsError("Missing required parameter: task_id")
+    record = app.tasks.get(str(task_id), principal=principal)
+    if record.finished:
+        return _text(already_finished_text(record))
+    await app.tasks.stop(record.id)
+    if not record.finished:
+        return _text(stop_pending_text(record), is_error=True)
+    return _text(stopped_text(record))

@@ -1,0 +1,338 @@
+"""The browser dashboard: every task of a state directory, live (server-sent events), a page per task with its
+transcript, tokens and cost over time, and stop and resume buttons.
+
+It is the local operator's view: it shows the tasks of every principal, so it listens on 127.0.0.1 only and
+everything but the static files needs the secret made at each start. The secret is in the URL printed at start
+(the page moves it out of the address bar); without it, other local users and web pages get nothing.
+Against other sites: the Host header must name this address (DNS rebinding), POSTs must carry the secret in a
+header, a JSON body and, when a browser sends one, this page's Origin; no CORS headers are ever sent.
+
+What the API sends is inert (`render.inert`): a bidi override or a zero-width space in a task's text arrives as a
+visible escape, and the page escapes again whatever it shows.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..cli.tasks import task_row
+from ..core.errors import SubagentsError
+from ..models.pricing import PriceTable
+from ..render.inert import inert_values, well_formed
+from ..tasks.control import ControlError, request_stop
+from ..tasks.files import TaskLookupError, find_task, read_task
+from .asgi import serve_until_cancelled
+from .dashboard_data import TaskRows, TranscriptFollower, state_signature
+from .web import web_file
+
+logger = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+WATCH_INTERVAL = 0.5
+"""Seconds between looks at the state directory for changes."""
+KEEPALIVE = 15.0
+MAX_PROMPT = 100_000
+TOKEN_HEADER = "x-dashboard-token"
+STATIC = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+
+Resumer = Callable[[str, str], Awaitable[str]]
+"""Resume task `id` with `prompt`; returns the new task's id. Raises `SubagentsError` with the reason it cannot."""
+Stopper = Callable[[str], bool]
+"""Stop a task this process runs; False when it runs elsewhere (then the control channel is used)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardAccess:
+    port: int
+    token: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}/?token={self.token}"
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        return frozenset({f"{HOST}:{self.port}", f"localhost:{self.port}"})
+
+    @property
+    def origins(self) -> frozenset[str]:
+        return frozenset(f"http://{host}" for host in self.hosts)
+
+
+def open_socket(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(64)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Dashboard:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        port: int,
+        prices: PriceTable | None = None,
+        stop_here: Stopper | None = None,
+        resume: Resumer | None = None,
+    ) -> None:
+        self.state_dir = state_dir
+        self.access = DashboardAccess(port=port, token=secrets.token_urlsafe(32))
+        self._prices = prices or PriceTable()
+        self._stop_here = stop_here
+        self._resume = resume
+
+    def app(self) -> ASGIApp:
+        routes = [
+            Route("/", self._index),
+            Route("/static/{name}", self._static),
+            Route("/api/tasks", self._tasks),
+            Route("/api/events", self._events),
+            Route("/api/tasks/{task_id}", self._task),
+            Route("/api/tasks/{task_id}/events", self._task_events),
+            Route("/api/tasks/{task_id}/stop", self._stop, methods=["POST"]),
+            Route("/api/tasks/{task_id}/resume", self._resume_task, methods=["POST"]),
+        ]
+        return _Guard(Starlette(routes=routes), self.access)
+
+    async def serve(self, sock: socket.socket) -> None:
+        """Serve on `sock` (bound by `open_socket`) until cancelled."""
+        with sock:
+            await serve_until_cancelled(self.app(), sock, grace_seconds=1, lifespan="off", force_exit=True)
+
+    # ---- pages -----------------------------------------------------------------------------------------------------
+
+    async def _index(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return HTMLResponse(
+                "<!doctype html><title>mcp-subagents</title><p>Open the dashboard with the address "
+                "<code>mcp-subagents dashboard</code> printed when it started (it carries a secret).</p>",
+                status_code=403,
+            )
+        page = _web_file("dashboard.html").replace("{{token}}", self.access.token)
+        return HTMLResponse(page)
+
+    async def _static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return Response("not found", status_code=404)
+        return Response(_web_file(name), media_type=STATIC[name])
+
+    # ---- the API ---------------------------------------------------------------------------------------------------
+
+    async def _tasks(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return _forbidden()
+        rows = await anyio.to_thread.run_sync(TaskRows(self.state_dir, self._prices).rows)
+        return _shown({"tasks": rows})
+
+    def _task_path(self, request: Request) -> Path | Response:
+        """The transcript of the task a read request names, or the response that refuses it."""
+        if not self._authorized(request):
+            return _forbidden()
+        return self._named_task(request)
+
+    def _named_task(self, request: Request) -> Path | Response:
+        try:
+            return find_task(self.state_dir, request.path_params["task_id"])
+        except TaskLookupError as exc:
+            return _shown({"error": exc.message}, status_code=404)
+
+    async def _task(self, request: Request) -> Response:
+        path = self._task_path(request)
+        if isinstance(path, Response):
+            return path
+        snapshot = await anyio.to_thread.run_sync(read_task, path, self._prices)
+        if snapshot is None:
+            return _shown({"error": "no such task"}, status_code=404)
+        items = TranscriptFollower(path).new_items(snapshot)
+        return _shown({"task": task_row(snapshot), "items": items})
+
+    async def _events(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return _forbidden()
+        return _event_stream(self._task_list_events())
+
+    async def _task_list_events(self) -> AsyncIterator[str]:
+        seen: tuple[tuple[str, int, int], ...] | None = None
+        listing = TaskRows(self.state_dir, self._prices)
+        quiet = 0.0
+        while True:
+            signature = await anyio.to_thread.run_sync(state_signature, self.state_dir)
+            if signature != seen:
+                seen = signature
+                rows = await anyio.to_thread.run_sync(listing.rows)
+                yield _event("tasks", {"tasks": rows})
+                quiet = 0.0
+            elif quiet >= KEEPALIVE:
+                yield ": keep-alive\n\n"
+                quiet = 0.0
+            await anyio.sleep(WATCH_INTERVAL)
+            quiet += WATCH_INTERVAL
+
+    async def _task_events(self, request: Request) -> Response:
+        path = self._task_path(request)
+        if isinstance(path, Response):
+            return path
+        return _event_stream(self._follow(path))
+
+    async def _follow(self, path: Path) -> AsyncIterator[str]:
+        follower = TranscriptFollower(path)
+        last_row: dict[str, Any] | None = None
+        quiet = 0.0
+        while True:
+            snapshot = await anyio.to_thread.run_sync(read_task, path, self._prices)
+            items = follower.new_items(snapshot)
+            row = task_row(snapshot) if snapshot is not None else None
+            if items:
+                yield _event("items", {"items": items})
+            if row != last_row:
+                yield _event("task", {"task": row})
+            if items or row != last_row:
+                quiet = 0.0
+            elif quiet >= KEEPALIVE:
+                yield ": keep-alive\n\n"
+                quiet = 0.0
+            last_row = row
+            await anyio.sleep(WATCH_INTERVAL)
+            quiet += WATCH_INTERVAL
+
+    async def _stop(self, request: Request) -> Response:
+        problem = await self._check_action(request)
+        if problem is not None:
+            return problem
+        path = self._named_task(request)
+        if isinstance(path, Response):
+            return path
+        snapshot = read_task(path)
+        if snapshot is None or snapshot.finished:
+            state = snapshot.state if snapshot else "unknown"
+            return _shown({"error": f"The task already ended: {state}."}, status_code=409)
+        task_id = snapshot.task_id
+        if self._stop_here is not None and self._stop_here(task_id):
+            return _shown({"stopping": task_id}, status_code=202)
+        try:
+            request_stop(self.state_dir, snapshot.header.control, task_id)
+        except ControlError as exc:
+            return _shown({"error": exc.message}, status_code=409)
+        return _shown({"stopping": task_id}, status_code=202)
+
+    async def _resume_task(self, request: Request) -> Response:
+        problem = await self._check_action(request)
+        if problem is not None:
+            return problem
+        try:
+            body = await request.json()
+        except ValueError:
+            return _shown({"error": 'The body must be JSON: {"prompt": "..."}'}, status_code=400)
+        prompt: Any = cast("dict[str, Any]", body).get("prompt") if isinstance(body, dict) else None
+        if isinstance(prompt, str):
+            prompt = well_formed(prompt)  # JSON may carry lone surrogates, which no model API accepts
+        if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_PROMPT:
+            return _shown({"error": "prompt must be a non-empty text"}, status_code=400)
+        if self._resume is None:
+            return _shown({"error": "This dashboard cannot run tasks."}, status_code=409)
+        try:
+            path = find_task(self.state_dir, request.path_params["task_id"])
+            new_id = await self._resume(path.stem, prompt)
+        except TaskLookupError as exc:
+            return _shown({"error": exc.message}, status_code=404)
+        except SubagentsError as exc:
+            return _shown({"error": exc.message}, status_code=409)
+        return _shown({"task_id": new_id}, status_code=202)
+
+    # ---- checks ----------------------------------------------------------------------------------------------------
+
+    def _authorized(self, request: Request) -> bool:
+        given = request.headers.get(TOKEN_HEADER) or request.query_params.get("token") or ""
+        return hmac.compare_digest(given.encode(), self.access.token.encode())
+
+    async def _check_action(self, request: Request) -> Response | None:
+        """A stop or resume: the secret in the header (never in the URL), a JSON body, and our own Origin."""
+        given = request.headers.get(TOKEN_HEADER, "")
+        if not hmac.compare_digest(given.encode(), self.access.token.encode()):
+            return _forbidden()
+        origin = request.headers.get("origin")
+        if origin is not None and origin not in self.access.origins:
+            return _shown({"error": "cross-site request refused"}, status_code=403)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return _shown({"error": "send application/json"}, status_code=415)
+        return None
+
+
+class _Guard:
+    """Answers only requests addressed to this dashboard (Host), with security headers on every response."""
+
+    def __init__(self, app: ASGIApp, access: DashboardAccess) -> None:
+        self._app = app
+        self._access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        if headers.get("host", "").lower() not in self._access.hosts:
+            response = Response("wrong Host: this dashboard answers only on its own address", status_code=421)
+            await response(scope, receive, send)
+            return
+
+        async def secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                extra = [(k.lower().encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self._app(scope, receive, secured)
+
+
+def _forbidden() -> Response:
+    return _shown({"error": "missing or wrong dashboard secret"}, status_code=403)
+
+
+def _shown(data: Any, status_code: int = 200) -> JSONResponse:
+    """Every JSON answer of the dashboard: inert, like everything it shows."""
+    return JSONResponse(inert_values(data), status_code=status_code)
+
+
+def _event(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(inert_values(data), ensure_ascii=False)}\n\n"
+
+
+def _event_stream(events: AsyncIterator[str]) -> StreamingResponse:
+    return StreamingResponse(events, media_type="text/event-stream", headers={"X-Accel-Buffering": "no"})
+
+
+def _web_file(name: str) -> str:
+    return web_file(name)

@@ -1,0 +1,240 @@
+"""Tasks as another process sees them: read from the state directory's transcripts, for `mcp-subagents tasks` and
+the dashboard. Every server process on the directory writes there, so this is every task, of every principal.
+
+A task whose transcript has no end line is running (or queued) while the process named in its header lives, and
+was interrupted once that process is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from ..core.json_values import json_int, json_object, json_objects
+from ..core.messages import Usage
+from ..core.processes import process_alive
+from ..core.state import TASK_ID
+from ..models.pricing import PriceTable
+from .outcome import TaskOutcome
+from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
+
+MIN_PREFIX = 6
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsagePoint:
+    """The task's totals after one model response: what the dashboard draws over time."""
+
+    at: float
+    turn: int
+    tokens: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskSnapshot:
+    path: Path
+    """The transcript; the output file is beside it (`output_path`)."""
+    header: TranscriptHeader
+    state: str
+    """queued, running, completed, failed, stopped or interrupted."""
+    turns: int = 0
+    tool_uses: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    started_at: float | None = None
+    updated_at: float = 0.0
+    current_tools: tuple[str, ...] = ()
+    """Tools called in the latest turn whose results have not come yet."""
+    last_text: str = ""
+    denials: int = 0
+    outcome: TaskOutcome | None = None
+    points: tuple[UsagePoint, ...] = ()
+
+    @property
+    def task_id(self) -> str:
+        return self.header.task_id
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None or self.state == "interrupted"
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total_tokens
+
+    @property
+    def elapsed_s(self) -> float:
+        if self.outcome is not None and self.outcome.counts is not None:
+            return self.outcome.counts.duration_s
+        if self.started_at is None:
+            return 0.0
+        end = time.time() if self.state == "running" else self.updated_at  # a running task's clock keeps going
+        return max(0.0, end - self.started_at)
+
+
+def transcripts_dir(state_dir: Path) -> Path:
+    return state_dir / "tasks"
+
+
+def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | None:
+    """The task of one transcript; None when the file has no header."""
+    summary = read_summary(path)
+    if summary is None:
+        return None
+    header = summary.header
+    turns = tool_uses = denials = 0
+    usage = Usage()
+    cost: float | None = None
+    started: float | None = None
+    pending: dict[str, str] = {}
+    last_text = ""
+    points: list[UsagePoint] = []
+    for entry in _entries_or_none(path):
+        kind = entry.get("type")
+        if kind == "state" and entry.get("state") == "running":
+            started = _float(entry.get("at"))
+        elif kind == "usage":
+            turns = max(turns, json_int(entry.get("turn")))
+            usage = _usage(entry.get("usage"))
+            cost = _float(entry.get("cost_usd"))
+            points.append(
+                UsagePoint(at=_float(entry.get("at")) or 0.0, turn=turns, tokens=usage.total_tokens, cost_usd=cost)
+            )
+        elif kind == "denial":
+            denials += 1
+        elif kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict):
+                typed = cast("dict[str, Any]", message)
+                last_text = _follow_message(typed, pending) or last_text
+                tool_uses += _calls(typed)
+    outcome = summary.outcome
+    state = outcome.state if outcome is not None else ("running" if started is not None else "queued")
+    if outcome is None and not _alive(header.pid):
+        state = "interrupted"
+    if outcome is not None and outcome.counts is not None:
+        usage, turns, tool_uses = outcome.counts.usage, outcome.counts.turns, outcome.counts.tool_uses
+        cost = outcome.counts.cost_usd
+    if cost is None and prices is not None and header.model:
+        cost = prices.cost(header.model, usage)
+    return TaskSnapshot(
+        path=path,
+        header=header,
+        state=state,
+        turns=turns,
+        tool_uses=tool_uses,
+        usage=usage,
+        cost_usd=cost,
+        started_at=started,
+        updated_at=_mtime(path),
+        current_tools=tuple(pending.values()) if outcome is None else (),
+        last_text=last_text,
+        denials=denials,
+        outcome=outcome,
+        points=tuple(points),
+    )
+
+
+def list_tasks(state_dir: Path, prices: PriceTable | None = None) -> list[TaskSnapshot]:
+    """Every task of the state directory, newest first."""
+    folder = transcripts_dir(state_dir)
+    snapshots = [read_task(path, prices) for path in folder.glob("*.jsonl")] if folder.is_dir() else []
+    found = [snapshot for snapshot in snapshots if snapshot is not None]
+    return sorted(found, key=lambda snapshot: snapshot.header.created, reverse=True)
+
+
+class TaskLookupError(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def find_task(state_dir: Path, task_id: str) -> Path:
+    """The transcript of `task_id`, or of the one task whose id starts with it (at least MIN_PREFIX characters).
+
+    Raises:
+        TaskLookupError: no such task, or the prefix fits several.
+    """
+    task_id = task_id.strip()
+    if not TASK_ID.match(task_id):
+        raise TaskLookupError(f"{task_id!r} is not a task id")
+    folder = transcripts_dir(state_dir)
+    exact = folder / f"{task_id}.jsonl"
+    if exact.is_file():
+        return exact
+    matches = sorted(folder.glob(f"{task_id}*.jsonl")) if len(task_id) >= MIN_PREFIX and folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise TaskLookupError(f"{len(matches)} tasks start with {task_id}; give more of the id")
+    raise TaskLookupError(f"No task {task_id} in {folder}")
+
+
+def output_path(transcript: Path) -> Path:
+    return transcript.with_suffix(".output")
+
+
+def mark_interrupted(path: Path) -> None:
+    """Write the end line of a task whose process died, as a restarted server would."""
+    TranscriptWriter(path).finished(TaskOutcome(state="interrupted"))
+
+
+def _follow_message(message: dict[str, Any], pending: dict[str, str]) -> str | None:
+    role = message.get("role")
+    if role == "assistant":
+        pending.clear()
+        texts: list[str] = []
+        for part in json_objects(message.get("parts")):
+            if part.get("kind") == "tool_call":
+                pending[str(part.get("id"))] = str(part.get("name"))
+            elif part.get("kind") == "text":
+                texts.append(str(part.get("text", "")))
+        return "".join(texts).strip() or None
+    if role == "tool_results":
+        for result in json_objects(message.get("results")):
+            pending.pop(str(result.get("call_id")), None)
+    return None
+
+
+def _calls(message: dict[str, Any]) -> int:
+    if message.get("role") != "assistant":
+        return 0
+    return sum(1 for part in json_objects(message.get("parts")) if part.get("kind") == "tool_call")
+
+
+def _alive(pid: int | None) -> bool:
+    # A header written before headers named their process has no pid: a restarted server closes those.
+    return pid is None or process_alive(pid)
+
+
+def _entries_or_none(path: Path) -> Iterator[dict[str, Any]]:
+    """The transcript's entries; none when it cannot be read (removed while being listed)."""
+    try:
+        yield from entries(path)
+    except OSError:
+        return
+
+
+def _usage(value: Any) -> Usage:
+    data = json_object(value)
+    return Usage(
+        input_tokens=json_int(data.get("input_tokens")),
+        output_tokens=json_int(data.get("output_tokens")),
+        cache_creation_tokens=json_int(data.get("cache_creation_tokens")),
+        cache_read_tokens=json_int(data.get("cache_read_tokens")),
+    )
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,796 @@
+"""TaskManager: task ids, the concurrency queue, time limits, stop, foreground attachment and asking, output files,
+and recovery after a restart."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ..agent.loop import Compacted, MessageAppended, ModelResponded, RunResult, ToolFinished, ToolStarted, TurnStarted
+from ..core.errors import BudgetExceededError, SubagentsError, TaskNotFoundError, TurnsSpentError
+from ..core.messages import Message
+from ..core.principals import LOCAL_PRINCIPAL
+from ..core.processes import ProcessGroups, process_alive
+from ..core.redaction import Redactor
+from ..core.state import TASK_ID, AppendFile
+from ..models.pricing import ModelPrice
+from ..permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
+from ..render import budget_warning_text, describe_event, outcome_text
+from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
+from .record import (
+    BUDGET_WARNING_SHARE,
+    BudgetWarning,
+    Job,
+    Listener,
+    TaskBudget,
+    TaskEvent,
+    TaskLimits,
+    TaskObserver,
+    TaskRecord,
+    TurnAllowance,
+)
+from .slots import Lender, Slots
+from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
+
+logger = logging.getLogger(__name__)
+
+TASK_ID_BYTES = 16
+FINISHED_SHOWN = 20
+"""Finished tasks the App view lists besides the live ones."""
+IDLE_SLACK_SECONDS = 1.0
+"""At most this much (or 1 % of the idle limit) is added to a task's idle deadline when its events push it back."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTask:
+    owner: str
+    created: float
+    children: tuple[str, ...]
+
+
+class Attachment:
+    """A foreground host call attached to a task: it receives the run's events and asks the person its questions."""
+
+    def __init__(self) -> None:
+        self.kept = False
+
+    def keep_asker(self) -> None:
+        """The host will come back with answers (a 2026-era round trip): its asker stays after this call ends."""
+        self.kept = True
+
+
+class TaskManager:
+    """Owns every task of this server process. Enter `running()` once, which holds the task group; or hand it a task
+    group that outlives it with `serve_in`, and `close` it before that group ends."""
+
+    def __init__(self, *, state_dir: Path, limits: TaskLimits, secrets: Iterable[str] = ()) -> None:
+        self.limits = limits
+        self.output_dir = state_dir / "tasks"
+        self._redact = Redactor(secrets)
+        self._records: dict[str, TaskRecord] = {}
+        """Queued and running tasks. A finished task is only on disk (its transcript): memory holds none of it."""
+        self._outputs: dict[str, AppendFile] = {}
+        """The output files of the tasks that have not ended, held open while they run."""
+        self._lingering: list[ProcessGroups] = []
+        """Processes that completed tasks left running (`cmd &`), killed when the server stops."""
+        self._finished: dict[str, FinishedTask] = {}
+        """What this process remembers of its finished tasks besides their transcripts: whose they are, when they
+        started, the tasks they launched. A few hundred bytes each."""
+        self._queue: list[str] = []
+        """Tasks waiting for a place under `--max-concurrent`, in the order they asked."""
+        self._slots = Slots(limits.max_concurrent)
+        self._group: TaskGroup | None = None
+        self.control_name: str | None = None
+        """The name of this process's control channel under the state directory, written into each header."""
+        self.observer: TaskObserver | None = None
+        """Sees every task start and end (traces); None when nothing is watching."""
+
+    @asynccontextmanager
+    async def running(self) -> AsyncGenerator[TaskManager]:
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        async with anyio.create_task_group() as group:
+            self.serve_in(group)
+            try:
+                yield self
+            finally:
+                self.close()
+                group.cancel_scope.cancel()
+
+    def serve_in(self, group: TaskGroup) -> None:
+        """Run tasks in `group` from now on; `close` must come before the group ends. The output folder must exist
+        (`state.prepare_state_dir` makes it): this touches no file, so it can run on the event loop."""
+        self._group = group
+        group.start_soon(self._close_interrupted_transcripts, time.time())
+
+    def close(self) -> None:
+        """Interrupt the tasks still running and kill every process a task left; no task starts after this."""
+        self._group = None
+        for record in list(self._records.values()):
+            if not record.finished:
+                self._cancel(record, "interrupted")
+            record.resources.processes.kill_all()  # background processes must not outlive the server
+        for processes in self._lingering:
+            processes.kill_all()
+
+    def new_id(self) -> str:
+        """128 random bits: over HTTP an id is all that stands between a task and another person."""
+        while (task_id := secrets.token_hex(TASK_ID_BYTES)) in self._records:
+            pass
+        return task_id
+
+    def get(self, task_id: str, *, principal: str) -> TaskRecord:
+        """A task `principal` started, in this process or in an earlier one on the same state directory.
+
+        Raises:
+            TaskNotFoundError: no such task, or it belongs to someone else (the same error, word for word).
+        """
+        record = self._find(task_id)
+        if record is None or record.owner != principal:
+            raise TaskNotFoundError(task_id.strip())
+        return record
+
+    def _find(self, task_id: str) -> TaskRecord | None:
+        task_id = task_id.strip()
+        return self._records.get(task_id) or self._load_finished(task_id)
+
+    def transcript_path(self, task_id: str) -> Path:
+        return self.output_dir / f"{task_id}.jsonl"
+
+    def _load_finished(self, task_id: str) -> TaskRecord | None:
+        """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
+        path = self.transcript_path(task_id)
+        if not TASK_ID.match(task_id) or not path.is_file():
+            return None
+        summary = read_summary(path)
+        if summary is None:
+            return None
+        header = summary.header
+        outcome = summary.outcome or TaskOutcome(state="interrupted")
+        record = TaskRecord(
+            id=task_id,
+            agent=header.agent,
+            description=header.description,
+            output_path=self.output_dir / f"{task_id}.output",
+            transcript=TranscriptWriter(path, self._redact),
+            created=header.created,
+            resumed_from=header.resumed_from,
+            owner=header.owner,
+            state=outcome.state,
+            outcome=outcome,
+            parent=header.parent,
+        )
+        remembered = self._finished.get(task_id)
+        if remembered is not None:
+            record.children = list(remembered.children)
+        record.done.set()
+        return record
+
+    async def _close_interrupted_transcripts(self, started: float) -> None:
+        """Mark tasks an earlier process left running as interrupted, so they report so and can be resumed."""
+
+        def scan() -> list[str]:
+            closed: list[str] = []
+            for path in sorted(self.output_dir.glob("*.jsonl")):
+                summary = read_summary(path)
+                if summary is None or summary.header.created >= started:  # this process's own tasks
+                    continue
+                if _runs_elsewhere(summary.header.pid):  # another live server on this state directory runs it
+                    continue
+                if summary.outcome is None:
+                    TranscriptWriter(path, self._redact).finished(TaskOutcome(state="interrupted"))
+                    closed.append(summary.header.task_id)
+            return closed
+
+        closed = await anyio.to_thread.run_sync(scan)
+        if closed:
+            logger.warning(
+                "%d task(s) were interrupted when the previous server stopped; resume them with Task resume: %s",
+                len(closed),
+                ", ".join(closed),
+            )
+
+    def queue_position(self, record: TaskRecord) -> tuple[int, int] | None:
+        """(position, queue length) of a queued task; None when it is not queued."""
+        if record.id not in self._queue:
+            return None
+        return self._queue.index(record.id) + 1, len(self._queue)
+
+    def start(
+        self,
+        *,
+        agent: str,
+        description: str,
+        job: Job,
+        background: bool = False,
+        resumed_from: str | None = None,
+        history: Sequence[Message] = (),
+        owner: str = LOCAL_PRINCIPAL,
+        parent: TaskRecord | None = None,
+        model: str = "",
+        price: ModelPrice | None = None,
+        budget: TaskBudget | None = None,
+        turns: int | None = None,
+        trace_meta: Mapping[str, Any] | None = None,
+    ) -> TaskRecord:
+        """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and runs in
+        its parent's place under `--max-concurrent` (lent while the parent waits for it) or in a free one. `turns`
+        (a Task call's `max_turns`) caps the model requests of the task and of every task below it, together.
+        `trace_meta` is the launching request's `_meta`, whose `traceparent` the task's trace joins."""
+        if self._group is None:
+            raise SubagentsError("The task manager is not running")
+        task_id = self.new_id()
+        record = TaskRecord(
+            id=task_id,
+            agent=agent,
+            description=description,
+            background=background,
+            output_path=self.output_dir / f"{task_id}.output",
+            transcript=TranscriptWriter(self.transcript_path(task_id), self._redact),
+            resumed_from=resumed_from,
+            owner=parent.owner if parent is not None else owner,
+            parent=parent.id if parent is not None else None,
+            depth=parent.depth + 1 if parent is not None else 1,
+            model=model,
+            price=price,
+            budget=budget,
+            turns=None if turns is None else TurnAllowance(limit=turns, holder=task_id),
+        )
+        if parent is not None:
+            parent.children.append(task_id)
+        resumed = f" (resuming task {resumed_from})" if resumed_from else ""
+        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *self._price_notes(record)]
+        self._outputs[task_id] = _output_file(record)
+        self._records[task_id] = record
+        self._queue.append(task_id)
+        if self.observer is not None:
+            record.resources.listeners.append(self.observer.started(record, trace_meta))
+        opening = partial(self._write_opening, record, self._header(record), tuple(history), lines)
+        self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
+        lender = parent.lends if parent is not None else None
+        self._group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
+        return record
+
+    def _header(self, record: TaskRecord) -> TranscriptHeader:
+        return TranscriptHeader(
+            task_id=record.id,
+            agent=record.agent,
+            description=record.description,
+            created=record.created,
+            resumed_from=record.resumed_from,
+            owner=record.owner,
+            parent=record.parent,
+            model=record.model,
+            budget_usd=record.budget.usd if record.budget else None,
+            pid=os.getpid(),
+            control=self.control_name,
+        )
+
+    def _price_notes(self, record: TaskRecord) -> list[str]:
+        """The output file's line (also logged) saying that the task's model, which has no price, is counted at the
+        dearest known price because a budget applies; none otherwise."""
+        price = record.price
+        if price is None or price.basis != "ceiling":
+            return []
+        note = (
+            f"[budget] priced as the dearest known model, ${price.input:g}/${price.output:g} per million tokens, "
+            f"because {record.model or 'this model'} has no price"
+        )
+        logger.warning("task %s: %s", record.id, note.removeprefix("[budget] "))
+        return [note + "\n"]
+
+    async def _open_files(self, record: TaskRecord, opening: Callable[[], None]) -> None:
+        """Create the task's files in a worker thread and write their first lines; `record.opened` is set after,
+        whatever happens (even at shutdown: a transcript always starts with its header)."""
+        with anyio.CancelScope(shield=True):
+            try:
+                await anyio.to_thread.run_sync(self._create_files, record)
+                opening()
+            finally:
+                record.opened.set()
+
+    def _write_opening(
+        self, record: TaskRecord, header: TranscriptHeader, history: tuple[Message, ...], lines: list[str]
+    ) -> None:
+        """The transcript's header (and the history a resumed task continues) and the output file's first lines."""
+        self._write_transcript(record.transcript.header, header)
+        for message in history:
+            self._write_transcript(record.transcript.message, message)
+        for line in lines:
+            self._append_output(record, line)
+
+    def _create_files(self, record: TaskRecord) -> None:
+        """Create the task's two files; blocking, so run in a worker thread. A file that cannot be created is
+        reported when it is first written."""
+        for created in (record.transcript, self._outputs.get(record.id)):
+            if created is not None:
+                with contextlib.suppress(OSError):
+                    created.open()
+
+    def lineage(self, record: TaskRecord) -> list[TaskRecord]:
+        """The task, its parent, and so on up to the task a host launched."""
+        chain = [record]
+        while chain[-1].parent is not None and len(chain) < 64:
+            parent = self._find(chain[-1].parent)
+            if parent is None:
+                break
+            chain.append(parent)
+        return chain
+
+    def subtasks(self, record: TaskRecord) -> list[tuple[int, TaskRecord]]:
+        """The tasks its agent launched, and theirs, depth first, each with how far below `record` it is."""
+        found: list[tuple[int, TaskRecord]] = []
+
+        def walk(parent: TaskRecord, level: int) -> None:
+            for child_id in parent.children:
+                child = self._find(child_id)
+                if child is not None and level < 64:
+                    found.append((level, child))
+                    walk(child, level + 1)
+
+        walk(record, 1)
+        return found
+
+    def log_line(self, record: TaskRecord, line: str) -> None:
+        """A line in the task's output file about something beside the model's turns (a hook that failed)."""
+        self._append_output(record, f"{line.rstrip()}\n")
+
+    async def stop(self, task_id: str, *, grace: float = 5.0) -> TaskRecord:
+        """Cancel a queued or running task and wait until it has cleaned up (its processes are gone)."""
+        record = self.request_stop(task_id)
+        await self.wait(record, grace)
+        return record
+
+    def request_stop(self, task_id: str) -> TaskRecord:
+        """Ask a task to stop without waiting (used when the host cancels a foreground call).
+
+        The caller has already looked the task up for its principal with `get`.
+        """
+        record = self._find(task_id)
+        if record is None:
+            raise TaskNotFoundError(task_id)
+        if not record.finished:
+            self._cancel(record, "stopped")
+        return record
+
+    def tasks_of(self, principal: str, *, finished: int = FINISHED_SHOWN) -> list[TaskRecord]:
+        """The tasks `principal` started in this process, newest first: every live one, and the newest `finished`
+        finished ones (read back from their transcripts)."""
+        owned = [record for record in self._records.values() if record.owner == principal]
+        done = sorted(
+            (item for item in self._finished.items() if item[1].owner == principal),
+            key=lambda item: item[1].created,
+            reverse=True,
+        )[:finished]
+        owned += [record for task_id, _ in done if (record := self._load_finished(task_id)) is not None]
+        return sorted(owned, key=lambda record: record.created, reverse=True)
+
+    def stop_own(self, task_id: str) -> bool:
+        """Stop `task_id` if this process runs it (a request from outside: `tasks stop`, the dashboard)."""
+        record = self._records.get(task_id)
+        if record is None or record.finished:
+            return False
+        self._cancel(record, "stopped")
+        return True
+
+    def _cancel(self, record: TaskRecord, why: str) -> None:
+        record.stop_requested = why
+        record.scope.cancel()
+
+    async def wait(self, record: TaskRecord, seconds: float) -> bool:
+        """Wait up to `seconds` for the task to finish; True when it has."""
+        with anyio.move_on_after(max(0.0, seconds)):
+            await record.done.wait()
+        return record.done.is_set()
+
+    def recent_output(self, record: TaskRecord, max_chars: int = 4000) -> str:
+        try:
+            text = record.output_path.read_text(encoding="utf-8")
+        except OSError:
+            return ""
+        return text if len(text) <= max_chars else "…" + text[-max_chars:]
+
+    # ---- the foreground call ----------------------------------------------------------------------------------------
+
+    @contextmanager
+    def attach(self, record: TaskRecord, *, listener: Listener, asker: Asker) -> Generator[Attachment]:
+        """The one way a host call takes part in a running task: while the block runs, `listener` receives every run
+        event and `asker` answers the task's permission questions. Leaving the block detaches both, unless the
+        call keeps its asker for the round trip it starts (`Attachment.keep_asker`)."""
+        resources = record.resources
+        attachment = Attachment()
+        resources.listeners.append(listener)
+        resources.asker = asker
+        resources.unattended = False
+        try:
+            yield attachment
+        finally:
+            resources.listeners.remove(listener)
+            if not attachment.kept and resources.asker is asker:
+                resources.asker = None
+
+    @contextmanager
+    def watch(self, record: TaskRecord, listener: Listener) -> Generator[None]:
+        """While the block runs, `listener` receives the run's events (a terminal's status line); it answers no
+        questions."""
+        record.resources.listeners.append(listener)
+        try:
+            yield
+        finally:
+            record.resources.listeners.remove(listener)
+
+    async def ask(self, record: TaskRecord, question: PermissionQuestion) -> Answer:
+        """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`.
+
+        A nested task asks through the task a host launched: the host call attached to it carries the question.
+        """
+        lineage = self.lineage(record)
+        resources = lineage[-1].resources
+        if resources.unattended:
+            return Answer(kind="unanswered")
+        asker = resources.asker
+        if asker is None:
+            return BACKGROUND
+        with self._idle_paused(lineage), anyio.move_on_after(self.limits.ask_timeout):
+            try:
+                return await asker(question)
+            except Exception as exc:  # an asker should answer, not raise; a failing host is a question unanswered
+                logger.warning("asking about %s failed: %s", question.tool, exc)
+                return Answer(kind="unanswered", failure=f"{type(exc).__name__}: {exc}")
+        # Nobody came back in time: later questions are not asked until a host call attaches again.
+        resources.unattended = True
+        return Answer(kind="unanswered", waited_s=self.limits.ask_timeout)
+
+    @contextmanager
+    def _idle_paused(self, records: Sequence[TaskRecord]) -> Generator[None]:
+        """Waiting for a person (or for a place to run) is not idleness: the idle limits of the waiting task and of
+        those waiting on it stop meanwhile."""
+        with ExitStack() as stack:
+            for record in records:
+                stack.enter_context(self._idle_paused_one(record))
+            yield
+
+    @contextmanager
+    def _idle_paused_one(self, record: TaskRecord) -> Generator[None]:
+        resources = record.resources
+        resources.idle_holds += 1
+        if record.idle is not None:
+            record.idle.deadline = float("inf")
+        try:
+            yield
+        finally:
+            resources.idle_holds -= 1
+            if resources.idle_holds == 0 and record.idle is not None:
+                record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+
+    # ---- running a task ---------------------------------------------------------------------------------------------
+
+    async def _execute(self, record: TaskRecord, job: Job, lender: Lender | None) -> None:
+        """Wait for a place (in launch order: nothing is awaited before asking for one), then run. The task's files
+        are created meanwhile (`_open_files`); the run and the end line wait for them."""
+        outcome: TaskOutcome | None = None
+        try:
+            with record.scope:
+                grant = self._slots.take_now(lender)
+                if grant is None:
+                    with self._idle_paused(self.lineage(record)[1:]):
+                        grant = await self._slots.take(lender)
+                try:
+                    self._queue.remove(record.id)
+                    outcome = await self._run(record, job)
+                finally:
+                    self._slots.give_back(grant)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await record.opened.wait()
+            self._finish(record, outcome or self._cancelled(record))
+
+    async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
+        await record.opened.wait()
+        record.state = "running"
+        record.progress.started_at = record.progress.last_activity = time.monotonic()
+        self._write_transcript(record.transcript.running)
+        return await self._run_with_limits(record, job)
+
+    async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
+        """Run the job under the wall-clock and idle limits, each a cancel scope; every run event resets idle's."""
+        now = anyio.current_time()
+        with anyio.CancelScope(deadline=now + self.limits.task_timeout):
+            with anyio.CancelScope(deadline=now + self.limits.idle_timeout) as idle:
+                record.idle = idle
+                try:
+                    self._check_allowance(record)  # a tree that has spent it starts nothing: no servers, no hooks
+                    self._check_budgets(record)
+                    result = await job(record, partial(self._on_event, record))
+                except Exception as exc:
+                    return self._failed(record, exc)
+                finally:
+                    record.idle = None
+                return self._completed(record, result)
+            return self._timed_out(record, "idle", self.limits.idle_timeout)
+        return self._timed_out(record, "wall_clock", self.limits.task_timeout)
+
+    async def _on_event(self, record: TaskRecord, event: TaskEvent) -> None:
+        """Raises:
+        TurnsSpentError, BudgetExceededError: the next model request (`TurnStarted`) may not be made, or the
+            response just received spent the last of a budget; the run ends with it.
+        """
+        if isinstance(event, TurnStarted):
+            self._before_request(record)
+        self._keep_busy(record)
+        spent = self._track(record, event)
+        if spent:
+            progress = record.progress
+            self._write_transcript(
+                record.transcript.usage, turn=progress.turn, usage=progress.usage, cost_usd=record.cost_usd()
+            )
+        line = describe_event(event)
+        if line:
+            self._append_output(record, line)
+        for listener in list(record.resources.listeners):
+            try:
+                await listener(event)
+            except Exception:
+                logger.exception("a task listener failed; the task goes on")
+        if spent:
+            self._check_budgets(record)
+            await self._warn_budgets(record)
+
+    def _keep_busy(self, record: TaskRecord) -> None:
+        """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
+        task works), except while a permission question waits for a person."""
+        now, idle_timeout = anyio.current_time(), self.limits.idle_timeout
+        for busy in self.lineage(record):
+            busy.progress.last_activity = time.monotonic()
+            if busy.idle is not None and not busy.resources.idle_holds and busy.idle.deadline < now + idle_timeout:
+                # A little later than needed, so that a busy task reschedules its timer once per slack, not at
+                # every event; the limit is never shorter than configured.
+                busy.idle.deadline = now + idle_timeout + min(IDLE_SLACK_SECONDS, idle_timeout / 100)
+
+    def _track(self, record: TaskRecord, event: TaskEvent) -> bool:
+        """Update the task's progress and transcript from one event; True when the event spent tokens."""
+        progress = record.progress
+        if isinstance(event, TurnStarted):
+            progress.turn, progress.max_turns = event.turn, event.max_turns
+            progress.current_tools.clear()
+        elif isinstance(event, ModelResponded):
+            progress.usage += event.usage
+            if event.message.text.strip():
+                progress.last_text = event.message.text
+            return True
+        elif isinstance(event, ToolStarted):
+            progress.tool_uses += 1
+            progress.current_tools.append(event.call.name)
+        elif isinstance(event, ToolFinished):
+            if event.call.name in progress.current_tools:
+                progress.current_tools.remove(event.call.name)
+            self._record_new_denials(record)
+        elif isinstance(event, MessageAppended):
+            self._write_transcript(record.transcript.message, event.message)
+        elif isinstance(event, Compacted):
+            progress.usage += event.usage
+            self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
+            return True
+        elif isinstance(event, BudgetWarning):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._write_transcript(record.transcript.notice, "budget_warning", budget_warning_text(event))
+        return False
+
+    def _before_request(self, record: TaskRecord) -> None:
+        """A model request is about to be made: it needs a turn of every `max_turns` allowance above the task and
+        room in every budget; it takes its turn of each.
+
+        Raises:
+            TurnsSpentError, BudgetExceededError.
+        """
+        self._check_budgets(record)
+        self._check_allowance(record)
+        for holder in self.lineage(record):
+            if holder.turns is not None:
+                holder.turns.used += 1
+
+    def _check_allowance(self, record: TaskRecord) -> None:
+        """Raises:
+        TurnsSpentError: a `max_turns` the task shares with its ancestors has no request left.
+        """
+        for holder in self.lineage(record):
+            if holder.turns is not None and holder.turns.spent:
+                raise TurnsSpentError(limit=holder.turns.limit, holder=holder.id)
+
+    async def _warn_budgets(self, record: TaskRecord) -> None:
+        """Warn once where the holder of a budget above the task (or the task itself) has passed most of it."""
+        for holder in self.lineage(record):
+            budget, spent = holder.budget, holder.cost_usd()
+            if budget is None or budget.holder is not None or spent is None or holder.progress.budget_warned:
+                continue
+            if spent >= budget.usd * BUDGET_WARNING_SHARE:
+                holder.progress.budget_warned = True
+                await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
+
+    def _check_budgets(self, record: TaskRecord) -> None:
+        """Count what the task spent in its ancestors' costs, and end it once it, or the tasks under one of its
+        ancestors, spent that task's budget.
+
+        Raises:
+            BudgetExceededError: the budget of the task or of an ancestor is spent (the loop stops with it, before
+                the next request).
+        """
+        lineage = self.lineage(record)
+        self._pass_cost_up(record, lineage)
+        for holder in lineage:
+            budget, spent = holder.budget, holder.cost_usd()
+            if budget is None or budget.holder is not None or spent is None:
+                continue  # a budget shared with an ancestor is checked on the ancestor: its tree spends it
+            if spent >= budget.usd:
+                raise BudgetExceededError(
+                    budget_usd=budget.usd,
+                    spent_usd=spent,
+                    source=budget.source,
+                    holder=None if holder is record else holder.id,
+                    holder_agent=holder.agent,
+                )
+
+    def _pass_cost_up(self, record: TaskRecord, lineage: Sequence[TaskRecord]) -> None:
+        """Add what the task spent since it last did to the cost of each of its ancestors."""
+        own = record.own_cost_of(record.progress.usage)
+        if own is None or own <= record.progress.cost_passed_up:
+            return
+        for ancestor in lineage[1:]:
+            ancestor.resources.descendant_cost += own - record.progress.cost_passed_up
+        record.progress.cost_passed_up = own
+
+    def _record_new_denials(self, record: TaskRecord) -> None:
+        """Denials are collected by the permission gate; each new one also goes into the transcript, as it happens."""
+        denials = record.resources.denials
+        for denial in denials[record.progress.denials_written :]:
+            self._write_transcript(record.transcript.denial, denial)
+        record.progress.denials_written = len(denials)
+
+    # ---- how a task ends --------------------------------------------------------------------------------------------
+
+    def _counts(self, record: TaskRecord) -> RunCounts:
+        progress = record.progress
+        return RunCounts(
+            turns=progress.turn,
+            tool_uses=progress.tool_uses,
+            usage=progress.usage + record.resources.descendant_usage,
+            duration_s=progress.elapsed(),
+            cost_usd=record.cost_usd(),
+        )
+
+    def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
+        cost = record.cost_of(result.usage)
+        counts = RunCounts(
+            turns=result.turns,
+            tool_uses=result.tool_uses,
+            usage=result.usage + record.resources.descendant_usage,
+            duration_s=result.duration_s,
+            cost_usd=cost,
+        )
+        return TaskOutcome(
+            state="completed",
+            counts=counts,
+            text=result.text,
+            stop=result.stop,
+            stop_reason=result.stop_reason or "",
+            denials=tuple(record.resources.denials),
+        )
+
+    def _failed(self, record: TaskRecord, exc: Exception) -> TaskOutcome:
+        if isinstance(exc, TurnsSpentError):
+            return self._turns_spent(record, exc)
+        if isinstance(exc, BudgetExceededError):
+            shared = exc.holder is not None
+            return TaskOutcome(
+                state="failed",
+                counts=self._counts(record),
+                failure="budget",
+                budget_usd=exc.budget_usd,
+                budget_source=exc.source,
+                budget_task=exc.holder or "",
+                budget_spent_usd=exc.spent_usd if shared else None,
+                denials=tuple(record.resources.denials),
+            )
+        message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, SubagentsError):
+            logger.error("task %s crashed", record.id, exc_info=exc)
+        return TaskOutcome(
+            state="failed",
+            counts=self._counts(record),
+            failure="error",
+            error=message,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _turns_spent(self, record: TaskRecord, exc: TurnsSpentError) -> TaskOutcome:
+        """The tree's `max_turns` ran out: the task stops at a turn limit, as at its own, with what it wrote last."""
+        return TaskOutcome(
+            state="completed",
+            counts=self._counts(record),
+            text=record.progress.last_text,
+            stop="max_turns",
+            turns_allowed=exc.limit,
+            turns_task=exc.holder,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _timed_out(self, record: TaskRecord, which: FailureKind, limit: float) -> TaskOutcome:
+        return TaskOutcome(
+            state="failed",
+            counts=self._counts(record),
+            failure=which,
+            limit_s=limit,
+            denials=tuple(record.resources.denials),
+        )
+
+    def _cancelled(self, record: TaskRecord) -> TaskOutcome:
+        state = "interrupted" if record.stop_requested == "interrupted" else "stopped"
+        return TaskOutcome(state=state, counts=self._counts(record), denials=tuple(record.resources.denials))
+
+    def _finish(self, record: TaskRecord, outcome: TaskOutcome) -> None:
+        """The only place a task ends: record the outcome, clean up, write the files, wake the waiters."""
+        if record.id in self._queue:
+            self._queue.remove(record.id)
+        self._pass_cost_up(record, self.lineage(record))  # what its tools spent after its last model response
+        resources = record.resources
+        outcome = replace(outcome, worktree=resources.worktree, server_problems=tuple(resources.server_problems))
+        outcome = redacted(outcome, self._redact)
+        record.outcome = outcome
+        record.state = outcome.state
+        if outcome.state != "completed":
+            record.resources.processes.kill_all()
+        self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
+        output = self._outputs.pop(record.id, None)
+        if output is not None:
+            output.close()
+        self._write_transcript(record.transcript.finished, outcome)
+        if self.observer is not None:
+            try:
+                self.observer.finished(record, outcome)
+            except Exception:
+                logger.exception("the task observer failed; the task ends all the same")
+        record.done.set()
+        # From here on the transcript is the task's record: whoever waited holds this object, later lookups read
+        # the file. Only processes it left running stay, to be killed at shutdown.
+        self._records.pop(record.id, None)
+        self._finished[record.id] = FinishedTask(
+            owner=record.owner, created=record.created, children=tuple(record.children)
+        )
+        if record.resources.processes.ids:
+            self._lingering.append(record.resources.processes)
+
+    # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
+    def _write_transcript(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:
+        try:
+            write(*args, **kwargs)
+        except OSError:
+            logger.warning("could not write a transcript line", exc_info=True)
+
+    def _append_output(self, record: TaskRecord, text: str) -> None:
+        held = self._outputs.get(record.id)
+        output = held or _output_file(record)  # a line about a task that has ended: opened for that line alone
+        try:
+            output.append(self._redact(text))
+        except OSError:
+            logger.warning("could not write output file %s", record.output_path)
+        finally:
+            if held is None:
+                output.close()
+
+
+def _output_file(record: TaskRecord) -> AppendFile:
+    return AppendFile(record.output_path, errors="backslashreplace")
+
+
+def _runs_elsewhere(pid: int | None) -> bool:
+    return pid is not None and pid != os.getpid() and process_alive(pid)

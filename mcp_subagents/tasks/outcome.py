@@ -1,0 +1,111 @@
+"""How a task ended, as data: what a transcript's end line stores and what `render` turns into the host's text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any, Literal, TypeAlias
+
+from pydantic import TypeAdapter
+
+from ..agent.loop import StopKind
+from ..agent.worktrees import WorktreeReport
+from ..core.messages import Usage
+from ..permissions.asking import Denial
+
+FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
+FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
+FailureKind: TypeAlias = Literal["error", "wall_clock", "idle", "budget"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCounts:
+    turns: int
+    tool_uses: int
+    usage: Usage
+    duration_s: float
+    cost_usd: float | None = None
+    """What the tokens cost in USD; None when the model has no price."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerProblem:
+    """One of the agent's MCP servers that did not start (or stopped), and why: its tools were missing."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskOutcome:
+    state: FinishedState
+    counts: RunCounts | None = None
+    """None when nothing was measured (a task an earlier server process left running)."""
+    text: str = ""
+    """completed: the agent's final text, whole."""
+    stop: StopKind = "completed"
+    """completed: whether the agent finished, hit the turn limit, or was cut at the output token limit."""
+    failure: FailureKind | None = None
+    """failed: an error, or which time limit ran out."""
+    error: str = ""
+    """failed with an error: what went wrong."""
+    limit_s: float = 0.0
+    """failed on a time limit: the limit in seconds."""
+    budget_usd: float = 0.0
+    """failed on its budget: the budget in USD (what it spent is `counts.cost_usd`)."""
+    budget_source: str = ""
+    """failed on its budget: where the budget was set (`--max-budget-usd`, an agent's `maxBudgetUsd`)."""
+    budget_task: str = ""
+    """failed on a budget it shared: the ancestor whose budget it was ("" for the task's own)."""
+    budget_spent_usd: float | None = None
+    """failed on a budget it shared: what that ancestor and the tasks under it had spent."""
+    turns_allowed: int = 0
+    """completed with stop `max_turns` because the requests a Task call's `max_turns` allowed its tree ran out: how
+    many it allowed (0 when the task reached a turn limit of its own)."""
+    turns_task: str = ""
+    """...and the task that call started."""
+    denials: tuple[Denial, ...] = ()
+    stop_reason: str = ""
+    """completed with stop `hook_stopped`: the reason the hook gave."""
+    worktree: WorktreeReport | None = None
+    """`isolation: worktree`: the worktree kept (with what changed) or removed."""
+    server_problems: tuple[ServerProblem, ...] = ()
+    rendered: str | None = None
+    """Only for an outcome read from a transcript written before outcomes were data: the text as rendered then."""
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the host gets it as a `<task_error>` with `isError`: every ending but completion."""
+        return self.state != "completed"
+
+
+def redacted(outcome: TaskOutcome, redact: Callable[[str], str]) -> TaskOutcome:
+    """The outcome with every text it carries passed through `redact`."""
+    denials = tuple(
+        Denial(tool=d.tool, arguments=redact(d.arguments), reason=redact(d.reason)) for d in outcome.denials
+    )
+    rendered = None if outcome.rendered is None else redact(outcome.rendered)
+    problems = tuple(ServerProblem(p.name, redact(p.reason)) for p in outcome.server_problems)
+    return replace(
+        outcome,
+        text=redact(outcome.text),
+        error=redact(outcome.error),
+        denials=denials,
+        rendered=rendered,
+        stop_reason=redact(outcome.stop_reason),
+        server_problems=problems,
+    )
+
+
+@cache
+def _adapter() -> TypeAdapter[TaskOutcome]:
+    return TypeAdapter(TaskOutcome)
+
+
+def encode_outcome(outcome: TaskOutcome) -> dict[str, Any]:
+    return _adapter().dump_python(outcome, mode="json", exclude={"rendered"})
+
+
+def decode_outcome(data: Any) -> TaskOutcome:
+    return _adapter().validate_python(data)

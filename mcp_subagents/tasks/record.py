@@ -1,0 +1,203 @@
+"""One task: who it is, where it stands, how it ended, and what its run shares with the host while it runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeAlias
+
+import anyio
+
+from ..agent.loop import RunEvent, RunResult
+from ..agent.worktrees import WorktreeReport
+from ..core.messages import Usage
+from ..core.principals import LOCAL_PRINCIPAL
+from ..models.pricing import ModelPrice, SideSpend
+from ..permissions.asking import Asker, Denial, OpenQuestions
+from ..tools.base import ProcessGroups
+from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
+from .slots import Lender
+from .transcripts import TranscriptWriter
+
+TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskBudget:
+    usd: float
+    source: str
+    """Where it was set, as the person would look for it: `--max-budget-usd`, `maxBudgetUsd of agent X`."""
+    holder: str | None = None
+    """None for the task's own budget; for a nested task whose ancestors had less left than its own, the ancestor
+    whose budget it shares (`usd` is then what remained of it when the task started)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnAllowance:
+    """The model requests a Task call's `max_turns` allows its task and every task below it, shared among them."""
+
+    limit: int
+    holder: str
+    """The task the call started."""
+    used: int = 0
+
+    @property
+    def spent(self) -> bool:
+        return self.used >= self.limit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetWarning:
+    """The task has spent most of its budget (`BUDGET_WARNING_SHARE`); it goes on until the budget is spent."""
+
+    turn: int
+    spent_usd: float
+    budget: TaskBudget
+
+
+BUDGET_WARNING_SHARE = 0.8
+
+TaskEvent: TypeAlias = RunEvent | BudgetWarning
+"""What a task's listeners receive: the run's own events and the task manager's notices."""
+Listener = Callable[[TaskEvent], Awaitable[None]]
+Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
+"""Runs the subagent for a record, feeding every loop event to the listener."""
+
+
+class TaskObserver(Protocol):
+    """Follows every task from start to end (OpenTelemetry traces)."""
+
+    def started(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> Listener: ...
+    def finished(self, record: TaskRecord, outcome: TaskOutcome) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskLimits:
+    max_concurrent: int = 10
+    task_timeout: float = 1800.0
+    idle_timeout: float = 600.0
+    max_result_chars: int = 80_000
+    ask_timeout: float = 300.0
+    """How long a permission question waits for the person's answer; the idle limit does not run meanwhile."""
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskProgress:
+    turn: int = 0
+    max_turns: int = 0
+    tool_uses: int = 0
+    usage: Usage = field(default_factory=Usage)
+    started_at: float | None = None
+    last_activity: float = field(default_factory=time.monotonic)
+    budget_warned: bool = False
+    current_tools: list[str] = field(default_factory=lambda: [])
+    """Tools running right now (several read-only ones may run at once)."""
+    denials_written: int = 0
+    """How many of the run's denials the transcript holds already."""
+    last_text: str = ""
+    """The latest text the model wrote: the result of a task stopped when its tree's `max_turns` ran out."""
+    cost_passed_up: float = 0.0
+    """How much of its own cost the task has added to its ancestors' `descendant_cost`."""
+
+    def elapsed(self) -> float:
+        return 0.0 if self.started_at is None else time.monotonic() - self.started_at
+
+
+@dataclass(eq=False, slots=True, kw_only=True)
+class RunResources:
+    """What a run shares with the outside while it runs. The host reaches it only through `TaskManager.attach`."""
+
+    processes: ProcessGroups = field(default_factory=ProcessGroups)
+    """Processes the task's Bash commands left running in the background; killed unless the task completes."""
+    denials: list[Denial] = field(default_factory=lambda: [])
+    listeners: list[Listener] = field(default_factory=lambda: [])
+    asker: Asker | None = None
+    """Asks the person about a tool call while a foreground call is attached; None otherwise."""
+    unattended: bool = False
+    """A question went unanswered: nobody is asked again until a host call attaches anew."""
+    idle_holds: int = 0
+    """Questions waiting for an answer and nested tasks waiting for a place right now; the idle limit does not run
+    while there are any."""
+    questions: OpenQuestions = field(default_factory=OpenQuestions)
+    """Questions held open for a 2026-era host, which answers them in its next call."""
+    descendant_usage: Usage = field(default_factory=Usage)
+    """Tokens the tasks it launched (and theirs) used: counted in its own usage once they end."""
+    descendant_cost: float = 0.0
+    """What the tasks it launched (and theirs) spent, counted in its cost (and against its budget) as they spend."""
+    worktree: WorktreeReport | None = None
+    """What became of its worktree (`isolation: worktree`), once the run is over."""
+    server_problems: list[ServerProblem] = field(default_factory=lambda: [])
+    """Its MCP servers that did not start."""
+    telemetry: object | None = None
+    """The task's open spans, when traces are on (`telemetry.py`)."""
+    side_spend: SideSpend = field(default_factory=SideSpend)
+    """What the task's tools spent on model requests of their own (WebFetch, WebSearch)."""
+
+
+@dataclass(eq=False, slots=True, kw_only=True)
+class TaskRecord:
+    id: str
+    agent: str
+    description: str
+    output_path: Path
+    transcript: TranscriptWriter
+    background: bool = False
+    created: float = field(default_factory=time.time)
+    resumed_from: str | None = None
+    owner: str = LOCAL_PRINCIPAL
+    """The principal that started the task; only it can read, stop or resume it."""
+    model: str = ""
+    """The model id the task runs on ("" when not known, as for tasks of an earlier process)."""
+    price: ModelPrice | None = None
+    """The model's price; None when it has none, and then the task reports tokens only."""
+    budget: TaskBudget | None = None
+    state: TaskState = "queued"
+    progress: TaskProgress = field(default_factory=TaskProgress)
+    outcome: TaskOutcome | None = None
+    """How the task ended, once it has."""
+    done: anyio.Event = field(default_factory=anyio.Event)
+    opened: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the output file and the transcript exist and hold their first lines (created off the event loop)."""
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    """Cancelled by TaskStop and at shutdown."""
+    idle: anyio.CancelScope | None = None
+    """The idle limit of the running task: every run event pushes its deadline back."""
+    resources: RunResources = field(default_factory=RunResources)
+    stop_requested: str | None = None
+    """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
+    parent: str | None = None
+    """The task whose agent launched this one (a nested subagent); None for a task a host launched."""
+    depth: int = 1
+    """1 for a task a host launched, 2 for one its agent launched, and so on."""
+    children: list[str] = field(default_factory=lambda: [])
+    """The tasks this task's agent launched, in order."""
+    turns: TurnAllowance | None = None
+    """The `max_turns` of the Task call that started it, shared with the tasks it launches; None without one."""
+    lends: Lender = field(default_factory=Lender)
+    """Its place under `--max-concurrent`, lent to the tasks it launched while it waits for them."""
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @property
+    def is_error(self) -> bool:
+        return self.outcome is not None and self.outcome.is_error
+
+    def cost_usd(self) -> float | None:
+        """What the task and the tasks it launched have spent so far (or in all, once finished); None without a
+        price."""
+        if self.outcome is not None and self.outcome.counts is not None:
+            return self.outcome.counts.cost_usd
+        return self.cost_of(self.progress.usage)
+
+    def cost_of(self, usage: Usage) -> float | None:
+        """`own_cost_of(usage)` plus what the tasks it launched spent; None without a price."""
+        own = self.own_cost_of(usage)
+        return None if own is None else own + self.resources.descendant_cost
+
+    def own_cost_of(self, usage: Usage) -> float | None:
+        """`usage` of the task's model, plus what its tools spent on their own requests; None without a price."""
+        return None if self.price is None else self.price.cost(usage) + self.resources.side_spend.cost_usd
