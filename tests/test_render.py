@@ -77,7 +77,7 @@ def test_long_text_is_cut_with_a_note_pointing_at_the_full_text() -> None:
 def test_description_lists_each_agent_with_its_tools() -> None:
     text = task_description([AgentLine("Explore", "Finds code", "All tools except Write, Edit")])
     assert "- Explore: Finds code (Tools: All tools except Write, Edit)" in text
-    assert "Launch multiple agents concurrently" in text
+    assert "put several Task calls in the same message" in text
 
 
 # ---- texts made from task data ---------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ _SCOPE_NOTES: Final[dict[MemoryScope, str]] = {
 MEMORY_GUIDE: Final = """\
 # Persistent Agent Memory
 
-You have a persistent memory: the folder `{directory}`, which outlives this task. {existence}
+The folder `{directory}` is your memory: it outlives this task. {existence}
 
 Build it up over your tasks so that next time you start with what you learned this time.
 
@@ -56,7 +56,7 @@ fixes for problems that took effort to solve; how the user likes the work done.
 - Not worth saving: what is only true during this task (work in progress, temporary state); what the code or the \
 git history already says; secrets, keys and personal data.
 - Before you save, look for a memory on the same topic and update it rather than adding a second one. Correct or \
-delete memories that turn out to be wrong.
+delete a memory once you find it is wrong.
 - When you are asked to remember something, save it right away; when asked to forget something, delete it.
 {scope_note}
 
@@ -64,12 +64,12 @@ delete memories that turn out to be wrong.
 
 {index}"""
 
-EXISTS: Final = "It already exists: write to it directly with the Write tool, with no mkdir and no checks first."
+EXISTS: Final = "The folder is there already: save files into it with the Write tool straight away, no mkdir or checks."
 READ_ONLY: Final = (
     "It cannot be used this time: it (or a folder above it) is a link leading out of this working directory, or "
     "could not be checked. Treat the memory as read-only: do not create or change files in it."
 )
-EMPTY_INDEX: Final = "Your MEMORY.md is empty so far. What you save will show up here."
+EMPTY_INDEX: Final = "Nothing is in MEMORY.md yet. What you add to it shows up here from your next task on."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

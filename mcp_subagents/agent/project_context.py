@@ -165,8 +165,8 @@ GIT_STATUS_INTRO: Final = (
     "The repository's git status when this task started. It is a snapshot: it does not change while you work."
 )
 GIT_STATUS_OUTRO: Final = (
-    "This context was attached automatically and is not part of the task you were given; it describes the user's "
-    "own workspace, so there is no need to report it back."
+    "The server added this status on its own: it is not part of your task, and the user knows their workspace "
+    "already, so leave it out of your report."
 )
 _SAFE_CONFIG: Final = (
     "core.fsmonitor=false",

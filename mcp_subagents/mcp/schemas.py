@@ -21,12 +21,12 @@ def task_schema(agent_names: Sequence[str]) -> JsonObject:
     return {
         "type": "object",
         "properties": {
-            "description": {"type": "string", "description": "A short (3-5 word) description of the task"},
-            "prompt": {"type": "string", "description": "The task for the agent to perform"},
+            "description": {"type": "string", "description": "A label of three to five words for the task"},
+            "prompt": {"type": "string", "description": "The instructions the subagent works from"},
             "subagent_type": {
                 "type": "string",
                 "enum": list(agent_names),
-                "description": "The type of specialized agent to use for this task",
+                "description": "Which agent type runs the task",
             },
             "model": {
                 "type": "string",

@@ -14,52 +14,43 @@ class AgentLine:
 
 
 TASK_USAGE_NOTES = """\
-When using the Task tool, you must specify a subagent_type parameter to select which agent type to use.
-
-Usage notes:
-- Launch multiple agents concurrently whenever possible, to maximize performance; to do that, use a single message \
-with multiple tool uses.
-- When the agent is done, it will return a single message back to you. The result returned by the agent is not \
-visible to the user. To show the user the result, you should send a text message back to the user with a concise \
-summary of the result.
-- Each agent invocation is stateless unless you pass `resume` with an earlier task id. You will not be able to send \
-additional messages to the agent, nor will the agent be able to communicate with you outside of its final report. \
-Your prompt should contain a highly detailed task description for the agent to perform autonomously and you should \
-specify exactly what information the agent should return back to you in its final and only message to you.
-- The agent sees nothing of your conversation: include every file path, name and fact it needs in the prompt.
-- Clearly tell the agent whether you expect it to write code or just to do research (search, file reads, web \
-fetches, etc.), since it is not aware of the user's intent.
-- Set run_in_background to true for long work: you get a task id at once and read the result later with \
-TaskOutput; stop a task with TaskStop. A foreground task that runs long is handed over to the background \
-automatically and its task id is returned; then call TaskOutput with that id.
-- Subagents whose tools allow it can launch subagents of their own, a few levels deep; TaskOutput lists them \
-under the task that launched them."""
+How to use it:
+- Tasks that do not depend on each other can run side by side: put several Task calls in the same message.
+- The report comes back to you alone; the user does not see it. Tell the user what matters in it yourself.
+- A subagent starts with no knowledge of your conversation, and you cannot talk to it while it works. Write a \
+prompt that stands on its own: the goal, every file path, name and fact it needs, and what its report must contain.
+- To go on with a finished task, pass its task id as `resume`: the new prompt becomes its next turn. Without \
+`resume`, every call starts a fresh subagent.
+- Say whether it should change code or only investigate (search, read files, fetch pages): it cannot guess what \
+the user wants.
+- With run_in_background set to true you get a task id at once; fetch the report later with TaskOutput, or end \
+the task with TaskStop. A foreground task that runs too long is moved to the background on its own and its task \
+id comes back: pass that id to TaskOutput.
+- A subagent whose tools allow it can start subagents of its own, a few levels deep; TaskOutput shows them under \
+the task that started them."""
 
 
 def task_description(agents: Iterable[AgentLine]) -> str:
     lines = [f"- {a.name}: {a.description} (Tools: {a.tools})" for a in agents]
     listing = "\n".join(lines) if lines else "(no agents are loaded; add agent files and list tools again)"
     return (
-        "Launch a new agent to handle complex, multi-step tasks autonomously.\n\n"
-        "The Task tool launches specialized agents (subprocesses) that autonomously handle complex tasks. "
-        "Each agent type has specific capabilities and tools available to it.\n\n"
-        f"Available agent types and the tools they have access to:\n{listing}\n\n{TASK_USAGE_NOTES}"
+        "Hand a task to a subagent: a separate model run that works through it on its own, with the tools its "
+        "agent type grants, and answers with one final report.\n\n"
+        f"Agent types (choose one with subagent_type) and their tools:\n{listing}\n\n{TASK_USAGE_NOTES}"
     )
 
 
 TASK_OUTPUT_DESCRIPTION = """\
-- Retrieves output from a running or completed task (a background Task, or a foreground Task that was handed over \
-to the background)
-- Takes a task_id parameter identifying the task
-- Returns the task output along with status information
-- Use block=true (default) to wait for task completion
-- Use block=false for a non-blocking check of current status
-- Task IDs are returned by the Task tool
-- Waits are capped a little under the host's tool-call timeout; if the task is still running, call TaskOutput again"""
+Reads a task's state and, once it has finished, its report. Works for background tasks and for foreground tasks \
+that were moved to the background.
+- task_id: the id the Task tool returned.
+- block=true (the default) waits until the task ends or the timeout passes; block=false answers at once with the \
+current state.
+- A wait stops a little before the host's own tool-call timeout; if the task is still running then, call \
+TaskOutput again."""
 
 TASK_STOP_DESCRIPTION = """\
-- Stops a running or queued task by its ID
-- Takes a task_id parameter identifying the task to stop
-- Kills the task's running tool processes (Bash commands and their children)
-- Returns a success or failure status
-- Use this tool when you need to terminate a long-running task"""
+Ends a running or queued task, given its task_id.
+- Also kills the processes its tools started (Bash commands and everything they launched).
+- Answers whether the task was stopped.
+- Use it when a task is no longer needed or has run far longer than it should."""

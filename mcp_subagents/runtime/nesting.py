@@ -23,9 +23,9 @@ from ..tools.base import Tool, ToolContext, ToolInput, input_schema
 
 
 class NestedTaskInput(ToolInput):
-    description: str = Field(description="A short (3-5 word) description of the task")
-    prompt: str = Field(description="The task for the agent to perform")
-    subagent_type: str = Field(description="The type of specialized agent to use for this task")
+    description: str = Field(description="A label of three to five words for the task")
+    prompt: str = Field(description="The instructions the subagent works from")
+    subagent_type: str = Field(description="Which agent type runs the task")
     model: str | None = Field(default=None, description="Optional model for this agent; overrides its definition's")
     effort: EffortLevel | None = Field(default=None, description="Optional effort for this agent (default medium)")
     max_turns: int | None = Field(

@@ -58,21 +58,20 @@ _PDF_UNSUPPORTED = (
 
 
 class ReadInput(ToolInput):
-    file_path: str = Field(description="The absolute path to the file to read")
+    file_path: str = Field(description="Absolute path of the file")
     offset: int | None = Field(
         default=None,
         ge=0,
-        description="The line number to start reading from (1-based). Only provide if the file is too large "
-        "to read at once",
+        description="1-based line number to start at; give it only for a file too long to read whole",
     )
     limit: int | None = Field(
         default=None,
         gt=0,
-        description="The number of lines to read. Only provide if the file is too large to read at once",
+        description="How many lines to return; give it only for a file too long to read whole",
     )
     pages: str | None = Field(
         default=None,
-        description="Page range for PDF files (e.g. '1-5'). PDF reading is not supported by this server.",
+        description="For PDFs only (such as '1-5'); this server cannot read PDFs, so leave it out.",
     )
     allow_large: bool = Field(
         default=False,
@@ -81,7 +80,7 @@ class ReadInput(ToolInput):
     )
 
 
-READ_DESCRIPTION = f"""Reads a file from the local filesystem.
+READ_DESCRIPTION = f"""Reads a text file and returns its lines, numbered.
 
 Usage:
 - file_path should be an absolute path; a relative path is resolved against the working directory. Only files \
@@ -89,8 +88,8 @@ under the working directory (the allowed roots) can be read.
 - By default it reads up to {DEFAULT_LINE_LIMIT} lines from the start of the file. To read part of a long file, \
 pass offset (the 1-based line number to start from) and limit (the number of lines). When lines remain, the \
 result ends with the offset to continue from.
-- Files larger than {MAX_UNPAGED_BYTES // 1024} KiB must be read in parts with offset and limit (or search them \
-with Grep); allow_large=true reads the first {DEFAULT_LINE_LIMIT} lines anyway.
+- A file over {MAX_UNPAGED_BYTES // 1024} KiB is refused unless you page through it with offset and limit; Grep \
+can search it instead, and allow_large=true reads its first {DEFAULT_LINE_LIMIT} lines anyway.
 - Lines longer than {MAX_LINE_CHARS} characters are cut.
 - Results are returned like `cat -n`: the line number, a tab, then the line. The line number prefix is not part \
 of the file: never copy it into Edit's old_string.
@@ -306,11 +305,11 @@ def _size(size: int) -> str:
 
 
 class WriteInput(ToolInput):
-    file_path: str = Field(description="The absolute path to the file to write (must be absolute, not relative)")
-    content: str = Field(description="The content to write to the file")
+    file_path: str = Field(description="Absolute path of the file to create or replace")
+    content: str = Field(description="The file's full new text")
 
 
-WRITE_DESCRIPTION = """Writes a file to the local filesystem.
+WRITE_DESCRIPTION = """Creates a file, or replaces one, with the content given.
 
 Usage:
 - This tool overwrites the existing file if there is one at the provided path, and creates missing parent \
@@ -319,7 +318,7 @@ directories.
 prefer Edit, which sends only the change.
 - Only paths under the working directory (the allowed roots) can be written.
 - The content is written exactly as given, as UTF-8.
-- Never create documentation files (*.md) or README files unless explicitly asked to."""
+- Do not add documentation or README files (*.md) unless the task asks for them."""
 
 
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
@@ -354,13 +353,15 @@ def _encode(text: str, field_name: str) -> bytes:
 
 
 class EditInput(ToolInput):
-    file_path: str = Field(description="The absolute path to the file to modify")
+    file_path: str = Field(description="Absolute path of the file to change")
     old_string: str = Field(description="The text to replace")
-    new_string: str = Field(description="The text to replace it with (must be different from old_string)")
-    replace_all: bool = Field(default=False, description="Replace all occurrences of old_string (default false)")
+    new_string: str = Field(description="The replacement text; it must differ from old_string")
+    replace_all: bool = Field(
+        default=False, description="true changes every match of old_string, not just one (default false)"
+    )
 
 
-EDIT_DESCRIPTION = """Performs exact string replacements in files.
+EDIT_DESCRIPTION = """Changes a file by replacing one exact piece of text with another.
 
 Usage:
 - Read the file first, so that old_string is copied from its current content.
@@ -409,8 +410,8 @@ def _edit_file(ctx: ToolContext, path: Path, args: EditInput, *, inline_limit: i
     count = text.count(old)
     if count == 0:
         raise ToolError(
-            f"String to replace not found in {path}. old_string must match the file exactly, including "
-            "whitespace and indentation; Read the file again and copy the text.\n"
+            f"old_string was not found in {path}. It has to be the file's text character for character, "
+            "whitespace and indentation included; Read the file again and copy the text from it.\n"
             f"String: {_preview(args.old_string)}"
         )
     if count > 1 and not args.replace_all:

@@ -16,17 +16,17 @@ GLOB_MAX_RESULTS = 100
 
 
 class GlobInput(ToolInput):
-    pattern: str = Field(description="The glob pattern to match files against")
+    pattern: str = Field(description="Glob pattern the file paths must match")
     path: str | None = Field(
         default=None,
-        description="The directory to search in. If not specified, the current working directory will be used. "
-        "Omit it for the default; do not pass 'undefined' or 'null'.",
+        description="Folder to search; leave it out to search the working directory (do not pass 'undefined' or "
+        "'null').",
     )
 
 
-GLOB_DESCRIPTION = f"""Fast file pattern matching that works with any codebase size.
+GLOB_DESCRIPTION = f"""Finds files by name with a glob pattern, quickly, in a codebase of any size.
 
-- Supports glob patterns like "**/*.js" or "src/**/*.ts", and braces like "*.{{ts,tsx}}". `*` stays within one \
+- Takes patterns such as "**/*.js", "src/**/*.ts" or, with braces, "*.{{ts,tsx}}". `*` stays within one \
 directory, `**` crosses directories; wildcards do not match names starting with a dot unless the pattern spells \
 the dot (".github/**/*.yml").
 - Returns absolute paths of matching files, most recently modified first, at most {GLOB_MAX_RESULTS}.

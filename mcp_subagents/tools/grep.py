@@ -29,89 +29,89 @@ OutputMode = Literal["content", "files_with_matches", "count"]
 
 
 class GrepInput(ToolInput):
-    pattern: str = Field(description="The regular expression pattern to search for in file contents")
+    pattern: str = Field(description="Regular expression to look for in the files' text (ripgrep syntax)")
     path: str | None = Field(
         default=None,
-        description="File or directory to search in (rg PATH). Defaults to the current working directory.",
+        description="File or folder to search (rg PATH); the working directory when left out.",
     )
     glob: str | None = Field(
         default=None,
-        description='Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}") - maps to rg --glob',
+        description='Search only files whose path matches this glob (rg --glob), such as "*.py" or "*.{ts,tsx}"',
     )
     output_mode: OutputMode = Field(
         default="files_with_matches",
-        description='Output mode: "content" shows matching lines (supports -A/-B/-C context, -n line numbers, '
-        'head_limit), "files_with_matches" shows file paths (supports head_limit), "count" shows match counts '
-        '(supports head_limit). Defaults to "files_with_matches".',
+        description='"content": the matching lines, where -A/-B/-C and -n apply; "files_with_matches" (the '
+        'default): only the paths of files that match; "count": the number of matches in each file. head_limit '
+        "applies to all three.",
     )
     before: int | None = Field(
         default=None,
         ge=0,
         alias="-B",
-        description='Number of lines to show before each match (rg -B). Requires output_mode: "content".',
+        description="Lines of context to print before each match (rg -B); content mode only.",
     )
     after: int | None = Field(
         default=None,
         ge=0,
         alias="-A",
-        description='Number of lines to show after each match (rg -A). Requires output_mode: "content".',
+        description="Lines of context to print after each match (rg -A); content mode only.",
     )
     around: int | None = Field(
         default=None,
         ge=0,
         alias="-C",
-        description='Number of lines to show before and after each match (rg -C). Requires output_mode: "content".',
+        description="Lines of context to print on both sides of each match (rg -C); content mode only.",
     )
     context: int | None = Field(default=None, ge=0, description="Same as -C.")
     line_numbers: bool = Field(
         default=True,
         alias="-n",
-        description='Show line numbers in output (rg -n). Requires output_mode: "content". Defaults to true.',
+        description="Start each printed line with its line number (rg -n); content mode only. On by default.",
     )
-    ignore_case: bool = Field(default=False, alias="-i", description="Case insensitive search (rg -i)")
+    ignore_case: bool = Field(default=False, alias="-i", description="Match regardless of case (rg -i)")
     only_matching: bool = Field(
         default=False,
         alias="-o",
-        description='Print only the matched parts of lines (rg -o). Requires output_mode: "content".',
+        description="Print just the part of each line that matched (rg -o); content mode only.",
     )
     type: str | None = Field(
         default=None,
-        description="File type to search (rg --type). Common types: js, py, rust, go, java, etc. More efficient "
-        "than glob for standard file types.",
+        description="Search only files of this ripgrep type (rg --type), such as py, js, rust, go or java; "
+        "quicker than a glob for the common languages.",
     )
     head_limit: int = Field(
         default=GREP_DEFAULT_HEAD_LIMIT,
         ge=0,
-        description="Limit output to the first N lines/entries, like `| head -N`: lines in content mode, file "
-        f"paths in files_with_matches mode, entries in count mode. Defaults to {GREP_DEFAULT_HEAD_LIMIT}; "
-        "0 means unlimited (use sparingly).",
+        description="Return at most N results, like `| head -N`: lines (content), paths (files_with_matches) or "
+        f"per-file counts (count). Default {GREP_DEFAULT_HEAD_LIMIT}; 0 lifts the limit, which can flood your "
+        "context.",
     )
     offset: int = Field(
         default=0,
         ge=0,
-        description="Skip the first N lines/entries before applying head_limit, like `| tail -n +N | head -N`. "
-        "Defaults to 0.",
+        description="How many results to pass over before head_limit starts counting, like `| tail -n +N`; use "
+        "it to page on. Default 0.",
     )
     multiline: bool = Field(
         default=False,
-        description="Enable multiline mode where . matches newlines and patterns can span lines "
-        "(rg -U --multiline-dotall). Default: false.",
+        description="Let a pattern span lines, with `.` matching line breaks too (rg -U --multiline-dotall). "
+        "Default false.",
     )
 
 
-GREP_DESCRIPTION = f"""A powerful search tool built on ripgrep.
+GREP_DESCRIPTION = f"""Searches the contents of files with ripgrep.
 
 Usage:
-- ALWAYS use Grep for search tasks. NEVER invoke `grep` or `rg` as a Bash command.
-- Supports full regex syntax (e.g. "log.*Error", "function\\s+\\w+"). Ripgrep syntax, not grep: literal braces \
-need escaping (use `interface\\{{\\}}` to find `interface{{}}` in Go code).
-- Filter files with glob (e.g. "*.js", "**/*.tsx") or type (e.g. "js", "py", "rust").
-- Output modes: "content" shows matching lines, "files_with_matches" shows only file paths (default, most \
-recently modified first), "count" shows match counts per file.
+- Use it for every search of file contents; do not run `grep` or `rg` through Bash.
+- The pattern is a regular expression in ripgrep's dialect, such as "log.*Error" or "def\\s+\\w+". Braces are \
+special in it: to find `interface{{}}` in Go code, write `interface\\{{\\}}`.
+- Choose which files to search with glob ("*.js", "**/*.tsx") or with a file type ("py", "rust").
+- What comes back depends on output_mode: the matching lines ("content"), only the paths of matching files \
+("files_with_matches", the default, newest first), or the number of matches per file ("count").
 - Results are paginated: head_limit (default {GREP_DEFAULT_HEAD_LIMIT}, 0 = unlimited) and offset; a note says \
 when more results exist. A page longer than one answer can hold ends early, with the offset to go on from.
-- Patterns match within single lines by default. For patterns that span lines, like `struct \\{{[\\s\\S]*?field`, \
-use multiline: true.
+- A pattern matches inside one line unless multiline is true: one that crosses lines, such as \
+`struct \\{{[\\s\\S]*?field`, needs it.
 - Hidden files are searched; files ignored by .gitignore and the .git directory are not. Lines longer than \
 {GREP_MAX_COLUMNS} characters are shortened.
 - For an open-ended search that may need several rounds, batch independent searches in one response."""

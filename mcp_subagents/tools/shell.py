@@ -35,7 +35,7 @@ class BashInput(ToolInput):
     )
     description: str | None = Field(
         default=None,
-        description="Clear, concise description of what this command does in 5-10 words, in active voice.",
+        description="What the command does, in 5-10 words of active voice (for example 'List the test files').",
     )
     run_in_background: bool = Field(
         default=False,
@@ -49,7 +49,7 @@ class BashInput(ToolInput):
     )
 
 
-BASH_DESCRIPTION = f"""Executes a bash command and returns its output (stdout, then stderr).
+BASH_DESCRIPTION = f"""Runs a command with bash and returns what it printed (stdout, then stderr).
 
 - Each call runs in a fresh shell started in the working directory: `cd`, variables and other shell state do not \
 carry over to the next call. Chain dependent steps in one command with `&&`, or use absolute paths.

@@ -43,7 +43,7 @@ _TEXT_TYPES = frozenset(
 
 
 class WebFetchInput(ToolInput):
-    url: str = Field(description="The URL to fetch content from (http or https)")
+    url: str = Field(description="The http or https address of the page")
     prompt: str = Field(description="What to look for in the fetched content")
 
 

@@ -30,12 +30,8 @@ SOURCES_REMINDER: Final = (
 
 class WebSearchInput(ToolInput):
     query: str = Field(min_length=2, description="The search query to use")
-    allowed_domains: list[str] | None = Field(
-        default=None, description="Only include search results from these domains"
-    )
-    blocked_domains: list[str] | None = Field(
-        default=None, description="Never include search results from these domains"
-    )
+    allowed_domains: list[str] | None = Field(default=None, description="Keep only results from these domains")
+    blocked_domains: list[str] | None = Field(default=None, description="Leave out results from these domains")
 
 
 WEBSEARCH_DESCRIPTION = """Searches the web and returns the pages found with a digest of what they say.
