@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 
 import mcp_subagents
-from mcp_subagents.compaction import continuation_message, summary_messages
+from mcp_subagents.agent.compaction import continuation_message, summary_messages
+from mcp_subagents.config.settings import Settings
+from mcp_subagents.core.messages import UserMessage
 from mcp_subagents.definitions import builtin_agents_dir, parse_definition
-from mcp_subagents.messages import UserMessage
-from mcp_subagents.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, tool_use, turn
 from tests.fakes.fake_llm import text as reply
 
