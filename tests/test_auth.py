@@ -9,13 +9,12 @@ from starlette.requests import Request
 
 from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.core.principals import LOCAL_PRINCIPAL
+from mcp_subagents.mcp.caller import PrincipalToken, principal_of
 from mcp_subagents.serve.auth import (
     MIN_TOKEN_LENGTH,
-    PrincipalToken,
     StaticTokenVerifier,
     env_token,
     parse_tokens,
-    principal_of,
     read_token_file,
 )
 

@@ -11,7 +11,7 @@ from typing import Literal, TypeAlias, cast
 import anyio
 
 from ..core.errors import ModelRefusalError, PromptTooLongError, RunError, StopRunError, ToolError
-from ..core.hook_points import HookPermission, RunHooks
+from ..core.hook_points import RunHooks, ToolGate
 from ..core.messages import (
     AssistantMessage,
     AssistantPart,
@@ -26,9 +26,9 @@ from ..core.messages import (
     Usage,
     UserMessage,
 )
+from ..core.names import EffortLevel
 from ..core.well_formed import well_formed, well_formed_values
 from ..models.base import Model, ModelRequest, ModelResponse
-from ..models.effort import EffortLevel
 from ..tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text
 from .compaction import continuation_message, summary_messages
 
@@ -41,7 +41,6 @@ CUT_OFF_TOOL_CALL_NOTICE = (
     "Continue the task; keep each tool call's input smaller (for example, write a large file in several steps)."
 )
 
-ToolGate = Callable[[ToolCall, Tool, HookPermission], Awaitable[JsonObject | None]]
 """Called before each tool runs, with a PreToolUse hook's permission decision; raises `ToolError` to deny the call
 (the model reads why), `StopRunError` to deny it and end the run. Returns replacement arguments (a PermissionRequest
 hook's `updatedInput`), or None."""

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import cast
 
 from ..core.messages import UserMessage
+from ..core.names import EFFORT_LEVELS, EffortLevel
 from ..definitions import AgentDefinition
-from ..models.effort import EFFORT_LEVELS, EffortLevel
 from ..models.profiles import ModelProfile
 from ..tools.base import Tool
 from .memory import MEMORY_TOOLS, AgentMemory, memory_allow_rules, prepare_memory

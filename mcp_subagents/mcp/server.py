@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult
 from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import ListenHandler
@@ -17,11 +18,10 @@ from mcp_types import INVALID_PARAMS
 
 from .. import __version__
 from ..core.errors import InvalidArgumentsError, SubagentsError
+from ..core.well_formed import well_formed_values
 from ..definitions import Catalog
 from ..render.descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description
 from ..runtime.service import Subagents
-from ..serve.auth import principal_of
-from ..serve.jsonrpc_guard import well_formed_results
 from .app_view import (
     EXTENSION_ID,
     TASK_LIST,
@@ -32,6 +32,7 @@ from .app_view import (
     ui_meta,
     view_resource,
 )
+from .caller import principal_of
 from .host_connection import set_log_level
 from .notifications import ToolListNotifier
 from .schemas import (
@@ -183,7 +184,7 @@ def build_server(app: Subagents) -> SubagentsServer:
     server.notifier = notifier
     server.app = app
     server.middleware.append(notifier.track_sessions)
-    server.middleware.append(well_formed_results)  # a lone surrogate in a result must not break the wire
+    server.middleware.append(_well_formed_results)  # a lone surrogate in a result must not break the wire
     # The requestState of a 2026-era round trip names a task and its open questions: sealed (encrypted, bound to
     # the call's arguments and the caller, expiring), so a host can only hand back what this process gave it.
     security = RequestStateSecurity.ephemeral(ttl=app.settings.ask_timeout + 60)
@@ -272,3 +273,8 @@ async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: 
     if not record.finished:
         return _text(stop_pending_text(record), is_error=True)
     return _text(stopped_text(record))
+
+
+async def _well_formed_results(ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+    """Middleware: the result of every request with its lone surrogates replaced, which no transport could encode."""
+    return well_formed_values(await call_next(ctx))

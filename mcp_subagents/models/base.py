@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeAlias
 
 from ..core.messages import AssistantPart, Message, ToolDefinition, Usage
-from .effort import EffortLevel
+from ..core.names import EffortLevel
 
 StopReason: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence", "context_window"]
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Final
 
-from .effort import EFFORT_LEVELS, EffortLevel
+from ..core.names import EFFORT_LEVELS, EffortLevel
 
 DEFAULT_MAX_OUTPUT_TOKENS: Final = 16_384
 DEFAULT_CONTEXT_WINDOW: Final = 128_000

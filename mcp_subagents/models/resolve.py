@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ..core.errors import ProviderNotConfiguredError
+from ..core.names import MODEL_ALIASES, TASK_MODEL_CHOICES
 
-MODEL_ALIASES: Mapping[str, str] = {
-    "sonnet": "claude-sonnet-5-5",
-    "opus": "claude-opus-5-5",
-    "haiku": "claude-haiku-5-5",
-    "fable": "claude-fable-5-2",
-}
-TASK_MODEL_CHOICES = tuple(MODEL_ALIASES)
+__all__ = ["MODEL_ALIASES", "MODEL_HINT", "TASK_MODEL_CHOICES", "resolve_model_id"]
+
 MODEL_HINT = "Set --model / MCP_SUBAGENTS_MODEL to a model your endpoint serves"
 
 

@@ -11,10 +11,9 @@ from dataclasses import replace
 from typing import NoReturn
 
 from ..core.errors import StopRunError, ToolError
-from ..core.hook_points import HookPermission, PermissionAnswer, PermissionHook
+from ..core.hook_points import GatedTool, HookPermission, PermissionAnswer, PermissionHook
 from ..core.json_values import JsonObject
 from ..core.messages import ToolCall
-from ..tools.base import Tool
 from .asking import Asker, Denial, PermissionQuestion
 from .policy import PermissionPolicy, decide
 from .verdict import Verdict
@@ -38,7 +37,7 @@ class PermissionGate:
         self._denials = denials
         self._permission_hook = permission_hook
 
-    async def __call__(self, call: ToolCall, tool: Tool, hint: HookPermission = None) -> JsonObject | None:
+    async def __call__(self, call: ToolCall, tool: GatedTool, hint: HookPermission = None) -> JsonObject | None:
         verdict = self._verdict(tool.name, call.arguments, hint)
         if verdict.decision == "allow":
             return None
@@ -72,7 +71,9 @@ class PermissionGate:
             return Verdict("ask", f"{asked}.")
         return verdict
 
-    def _hook_answer(self, answer: PermissionAnswer, tool: Tool, question: PermissionQuestion) -> JsonObject | None:
+    def _hook_answer(
+        self, answer: PermissionAnswer, tool: GatedTool, question: PermissionQuestion
+    ) -> JsonObject | None:
         if answer.decision == "deny":
             reason = f"A PermissionRequest hook denied this call: {answer.message}"
             self._denials.append(Denial(tool=tool.name, arguments=question.summary(120), reason=reason))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-MODES: tuple[str, ...] = ("plan", "dontAsk", "default", "acceptEdits", "bypassPermissions")
-"""Permission modes from the narrowest to the widest."""
-MODE_ALIASES: dict[str, str] = {"auto": "default", "manual": "default"}
+from ..core.names import MODE_ALIASES
+from ..core.names import PERMISSION_MODES as MODES
+
+__all__ = ["MODES", "MODE_ALIASES", "SERVER_MODES_THAT_WIN", "effective_mode", "normalize_mode"]
 
 
 def normalize_mode(mode: str | None) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from ..config.claude_settings import ClaudeSettings, SettingsFile
 from ..core.errors import ConfigError
-from ..tools import AGENT_TOOLS
+from ..core.names import AGENT_TOOLS
 from .modes import MODE_ALIASES, MODES
 from .patterns import (
     CommandPattern,

@@ -18,8 +18,8 @@ from ..agent.worktrees import Worktree, create_worktree, finish_worktree
 from ..config.claude_settings import ClaudeSettings
 from ..config.trust import untrusted_source
 from ..core.errors import SubagentsError, ToolError
+from ..core.names import EFFORT_LEVELS
 from ..definitions import AgentDefinition, tools_summary
-from ..models.effort import EFFORT_LEVELS
 from ..tasks.outcome import ServerProblem
 from ..tasks.record import TaskRecord
 from ..tools.base import Tool

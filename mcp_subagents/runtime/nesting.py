@@ -15,10 +15,9 @@ from typing import Literal
 from pydantic import Field
 
 from ..core.json_values import JsonObject
-from ..definitions import NESTED_TOOL_NAME, AgentDefinition, tool_base_name
-from ..models.effort import EFFORT_LEVELS, EffortLevel
+from ..core.names import AGENT_TOOLS, EFFORT_LEVELS, NESTED_TOOL_NAME, EffortLevel
+from ..definitions import AgentDefinition, tool_base_name
 from ..models.resolve import TASK_MODEL_CHOICES
-from ..tools import AGENT_TOOLS
 from ..tools.base import Tool, ToolContext, ToolInput, input_schema
 
 

@@ -45,9 +45,9 @@ from ..tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, builtin_tools
 # it, or in the warm-up after the host first lists the tools: not on the way to that first answer.
 if TYPE_CHECKING:
     from ..agent.hooks import StartAnswer
-    from ..agent.loop import AgentRun, RunResult, ToolGate
+    from ..agent.loop import AgentRun, RunResult
     from ..agent.setup import AgentExtras
-    from ..core.hook_points import PermissionHook
+    from ..core.hook_points import PermissionHook, ToolGate
     from ..core.messages import Message
     from ..definitions.prescan import CatalogPrescan
     from ..models.base import Model

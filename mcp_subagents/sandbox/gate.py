@@ -8,17 +8,14 @@ needs an allow rule that names it (or bypassPermissions mode), whatever it looks
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from ..core.errors import ToolError
-from ..core.hook_points import HookPermission
+from ..core.hook_points import GatedTool, HookPermission, ToolGate
 from ..core.json_values import JsonObject
 from ..core.messages import ToolCall
 from ..permissions.asking import Denial
-from ..tools.base import Tool
 from .runtime import RunSandbox
 
-Gate = Callable[[ToolCall, Tool, HookPermission], Awaitable[JsonObject | None]]
+Gate = ToolGate
 
 
 class SandboxAwareGate:
@@ -33,7 +30,7 @@ class SandboxAwareGate:
         self._outside_gate = outside_gate
         self._denials = denials
 
-    async def __call__(self, call: ToolCall, tool: Tool, hook_permission: HookPermission) -> JsonObject | None:
+    async def __call__(self, call: ToolCall, tool: GatedTool, hook_permission: HookPermission) -> JsonObject | None:
         command = call.arguments.get("command")
         if tool.name != "Bash" or not isinstance(command, str):
             return await self._gate(call, tool, hook_permission)
@@ -45,7 +42,7 @@ class SandboxAwareGate:
         return await gate(call, tool, hook_permission)
 
 
-def _leave_requested(call: ToolCall, tool: Tool) -> bool:
+def _leave_requested(call: ToolCall, tool: GatedTool) -> bool:
     """`dangerouslyDisableSandbox` as the Bash tool will read it (either spelling, `"true"` and `1` included), so
     that the place checked is the place it runs. Arguments the tool refuses run nowhere: ask as if they left."""
     try:

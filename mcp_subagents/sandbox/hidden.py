@@ -12,9 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.subprocesses import CappedBytes, Command, run_captured
+from ..core.subprocesses import CappedBytes, Command, find_ripgrep, run_captured
 from ..permissions.patterns import Bases, PathPattern
-from ..tools.ripgrep import find_ripgrep
 
 MAX_HIDDEN_MATCHES = 500
 WALK_TIMEOUT_SECONDS = 10.0

@@ -16,13 +16,12 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 
 from ..core.errors import ConfigError
-from ..core.principals import LOCAL_PRINCIPAL, token_principal
+from ..core.principals import token_principal
+from ..mcp.caller import PrincipalToken
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +35,6 @@ _PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9._@+-]{1,64}$")
 _BEARER_TOKEN = re.compile(r"^[A-Za-z0-9\-._~+/]+=*$")
 """RFC 6750's b64token: what an `Authorization: Bearer` header can carry."""
 HOW_TO_MAKE_A_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-
-
-class PrincipalToken(AccessToken):
-    """An access token that names the principal its tasks belong to."""
-
-    principal: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,12 +197,3 @@ class TokenVerifiers(TokenVerifier):
             if access is not None:
                 return access
         return None
-
-
-def principal_of(request: Any) -> str:
-    """The principal of an MCP request: its verified token's, else the local user (stdio, tokenless loopback)."""
-    scope: object = getattr(request, "scope", None)
-    user = cast("dict[str, Any]", scope).get("user") if isinstance(scope, dict) else None
-    if isinstance(user, AuthenticatedUser) and isinstance(user.access_token, PrincipalToken):
-        return user.access_token.principal
-    return LOCAL_PRINCIPAL

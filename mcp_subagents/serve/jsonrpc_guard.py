@@ -9,10 +9,10 @@ carried but that is not valid itself is answered as `null`, as JSON-RPC 2.0 says
 The stdio side also reads stdin without a worker thread (pipes, sockets and terminals), so shutting down never
 waits for a blocked `read()`.
 
-On the way out, every answer is well-formed (`well_formed_results`): a lone surrogate in a result (a model wrote
-one) becomes U+FFFD instead of a message that cannot be encoded. Before, writing such a message ended the stdio
-server, broke the HTTP session's event stream, or reached the client as JSON it refused. The stdio writer falls back
-to the same for any other message (`wire_json`).
+On the way out, the MCP server makes every answer well-formed (`mcp.server`'s middleware): a lone surrogate in a
+result (a model wrote one) becomes U+FFFD instead of a message that cannot be encoded. Before, writing such a
+message ended the stdio server, broke the HTTP session's event stream, or reached the client as JSON it refused.
+The stdio writer falls back to the same for any other message (`wire_json`).
 """
 
 from __future__ import annotations
@@ -30,10 +30,9 @@ from typing import Any, cast
 import anyio
 import mcp_types as types
 import pydantic_core
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.message import SessionMessage
 
-from ..render.inert import well_formed_values
+from ..core.well_formed import well_formed_values
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -147,11 +146,6 @@ def _id_after_key(rest: str) -> RequestId | None:
 
 
 # ---- what we send --------------------------------------------------------------------------------------------------
-
-
-async def well_formed_results(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Server middleware: the result of every request, with lone surrogates replaced (see the module docstring)."""
-    return well_formed_values(await call_next(ctx))
 
 
 def wire_json(message: types.JSONRPCMessage) -> str:

@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from ..core.principals import oauth_principal
-from .auth import PrincipalToken
+from ..mcp.caller import PrincipalToken
 
 logger = logging.getLogger(__name__)
 

@@ -9,18 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.lazy import members_on_first_use
+from ..core.names import AGENT_TOOLS, BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
 
 if TYPE_CHECKING:
     from .base import TodoList, Tool, ToolContext, ToolInput
     from .paths import resolve_path
     from .shell import sanitized_environment
 
-BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite")
-PER_RUN_TOOL_NAMES: tuple[str, ...] = ("WebSearch", "Skill")
-"""Tools built for each run, since they depend on it: WebSearch (the Anthropic provider only) and Skill (when skills
-exist)."""
-AGENT_TOOLS: frozenset[str] = frozenset({"Task", "Agent"})
-"""Claude Code's tools that launch subagents: recognised in definitions and rules, never given to a subagent."""
+__all__ = ["AGENT_TOOLS", "BUILTIN_TOOL_NAMES", "PER_RUN_TOOL_NAMES", "builtin_tools"]
 
 
 def builtin_tools() -> dict[str, Tool]:

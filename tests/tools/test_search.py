@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.core.errors import ToolError
+from mcp_subagents.core.subprocesses import find_ripgrep
 from mcp_subagents.tools.base import MAX_TOOL_RESULT_CHARS
 from mcp_subagents.tools.grep import GREP_PAGE_CHARS
 from mcp_subagents.tools.grep_results import GrepResults
-from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool, put
 

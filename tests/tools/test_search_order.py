@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_subagents.core.subprocesses import find_ripgrep
 from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environment
-from mcp_subagents.tools.ripgrep import find_ripgrep
 
 from .conftest import CallTool, put
 

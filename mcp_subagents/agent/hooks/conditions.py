@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.json_values import JsonObject
+from ...core.names import AGENT_TOOLS
 from ...permissions.bash import ShellSyntaxError, split_command
 from ...permissions.context import PermissionPolicy
 from ...permissions.policy import decide
 from ...permissions.rules import PermissionRule, PermissionRules
-from ...tools import AGENT_TOOLS
 
 
 def condition_matches(rule: PermissionRule, tool: str, arguments: JsonObject, *, cwd: Path, home: Path) -> bool:
