@@ -1,0 +1,80 @@
+"""The documentation: the reference pages say what the code says."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from mcp_subagents.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+
+
+@pytest.fixture(scope="module")
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_generate", DOCS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_checked_in_references_are_what_the_code_generates(generator: Any) -> None:
+    stale = [str(path.relative_to(REPO)) for path in generator.stale_pages()]
+    assert stale == [], f"{', '.join(stale)} differ from the code: run `python docs/generate.py` and commit them"
+
+
+def test_a_stale_reference_is_named_with_the_command_that_mends_it(
+    generator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / "docs"
+    for path, text in generator.pages().items():
+        copy = docs / path.relative_to(DOCS)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(generator, "DOCS", docs)
+    assert generator.main(["--check"]) == 0
+    settings_page = docs / "reference" / "settings.md"
+    settings_page.write_text(settings_page.read_text(encoding="utf-8").replace("`1800`", "`900`"), encoding="utf-8")
+    assert generator.main(["--check"]) == 1
+    assert capsys.readouterr().err == "docs/reference/settings.md is out of date: run `python docs/generate.py`\n"
+
+
+def test_the_settings_reference_gives_every_option_its_variable_and_default(generator: Any) -> None:
+    page = generator.pages()[DOCS / "reference" / "settings.md"]
+    rows = {
+        line.split(" | ")[0].strip("| `").split(" ")[0]: line for line in page.splitlines() if line.startswith("| `--")
+    }
+    assert set(rows) == {option.flag for option in (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)}
+    for option in (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS):
+        assert f"`{option.env}`" in rows[option.flag]
+    assert "| `50` |" in rows["--max-turns"] and "| `auto` |" in rows["--sandbox"] and "| off |" in rows["--otel"]
+    assert "80% of the window" in rows["--compact-threshold"]  # argparse's %% shows as one %
+
+
+def test_the_cli_reference_has_a_section_per_command(generator: Any) -> None:
+    page = generator.pages()[DOCS / "reference" / "cli.md"]
+    titles = re.findall(r"^## `(.*)`$", page, flags=re.MULTILINE)
+    assert titles == [
+        "mcp-subagents",
+        "mcp-subagents serve",
+        "mcp-subagents run",
+        "mcp-subagents agents list",
+        "mcp-subagents agents validate",
+        "mcp-subagents dashboard",
+        "mcp-subagents tasks list",
+        "mcp-subagents tasks show",
+        "mcp-subagents tasks tail",
+        "mcp-subagents tasks stop",
+    ]
+    run = page.split("## `mcp-subagents run`", 1)[1].split("\n## ", 1)[0]
+    assert "| `--raw` | print the &lt;task_result&gt; envelope a host gets |" in run
+    assert "--max-turns-for-run" not in page  # suppressed in --help, so not documented either
