@@ -1,4 +1,4 @@
-"""The documentation: the reference pages say what the code says."""
+"""The documentation: the reference pages say what the code says, and every page is in the site's nav."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
+import yaml
 
 from mcp_subagents.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS
 
@@ -78,3 +79,20 @@ def test_the_cli_reference_has_a_section_per_command(generator: Any) -> None:
     run = page.split("## `mcp-subagents run`", 1)[1].split("\n## ", 1)[0]
     assert "| `--raw` | print the &lt;task_result&gt; envelope a host gets |" in run
     assert "--max-turns-for-run" not in page  # suppressed in --help, so not documented either
+
+
+def nav_pages(entries: list[Any]) -> list[str]:
+    """The pages a mkdocs nav lists, at any depth."""
+    pages: list[str] = []
+    for entry in entries:
+        value: Any = next(iter(cast("dict[str, Any]", entry).values())) if isinstance(entry, dict) else entry
+        pages += nav_pages(cast("list[Any]", value)) if isinstance(value, list) else [str(value)]
+    return pages
+
+
+def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    in_nav = nav_pages(config["nav"])
+    on_disk = sorted(str(path.relative_to(DOCS)) for path in DOCS.rglob("*.md"))
+    assert sorted(in_nav) == on_disk
+    assert len(in_nav) == len(set(in_nav))
