@@ -1,4 +1,5 @@
-"""The documentation: the reference pages say what the code says, and every page is in the site's nav."""
+"""The documentation: the reference pages say what the code says, every page is in the site's nav, and the README
+stays a one-minute read whose install and test commands are the ones CI runs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
+from mcp_subagents.cli import main
 from mcp_subagents.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,6 +28,19 @@ def generator() -> ModuleType:
     sys.modules[spec.name] = module  # its dataclass looks its module up there
     spec.loader.exec_module(module)
     return module
+
+
+def readme() -> str:
+    return (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def section(text: str, title: str) -> str:
+    """The body of the `## title` section."""
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def fenced_blocks(text: str) -> list[str]:
+    return re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.DOTALL)
 
 
 def test_the_checked_in_references_are_what_the_code_generates(generator: Any) -> None:
@@ -96,3 +111,38 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
     on_disk = sorted(str(path.relative_to(DOCS)) for path in DOCS.rglob("*.md"))
     assert sorted(in_nav) == on_disk
     assert len(in_nav) == len(set(in_nav))
+
+
+def test_the_readme_is_short_and_its_links_lead_somewhere() -> None:
+    text = readme()
+    assert len(text.splitlines()) < 200
+    targets = re.findall(r"\]\((?!https?:)([^)#]+)", text)
+    assert targets and [target for target in targets if not (REPO / target).is_file()] == []
+    assert "OWNER" not in text and "uvx mcp-subagents" not in text  # no placeholder repository, no PyPI release
+
+
+def test_the_readme_installs_and_serves_from_a_checkout() -> None:
+    [commands] = fenced_blocks(section(readme(), "Install and serve"))
+    assert "pip install ." in commands and "\nmcp-subagents serve" in commands
+
+
+def test_ci_runs_exactly_the_readme_test_command_after_the_host_configuration() -> None:
+    text = readme()
+    assert text.index("\n## Host configuration\n") < text.index("\n## Run the tests\n")
+    [block] = fenced_blocks(section(text, "Run the tests"))
+    command = block.strip()
+    assert "\n" not in command
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert f"\n{command}\n" in ci
+    assert "\nmkdocs build --strict\n" in ci
+
+
+def test_the_readme_agent_file_is_six_lines_that_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    agent = next(block for block in fenced_blocks(readme()) if block.startswith("---\nname: "))
+    assert len(agent.splitlines()) == 6
+    path = tmp_path / "agent.md"
+    path.write_text(agent, encoding="utf-8")
+    with pytest.raises(SystemExit) as exited:
+        main(["agents", "validate", str(path)])
+    assert exited.value.code == 0, capsys.readouterr()
+    assert capsys.readouterr().err == "all files are valid\n"
