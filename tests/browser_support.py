@@ -1,7 +1,7 @@
 """Headless Chromium for page tests: Debian's `chromium`, driven by Playwright (never a browser download).
 
 `.ci/run` installs the package; elsewhere the tests skip and say why. Set `MCP_SUBAGENTS_SCREENSHOTS=DIR` to write
-the README's screenshots into DIR while the tests run.
+the docs' screenshots into DIR (`docs/images`) while the tests run.
 """
 
 from __future__ import annotations

@@ -71,10 +71,9 @@ def test_the_version_is_a_release_number() -> None:
     assert all(part.isdigit() for part in mcp_subagents.__version__.split("."))
 
 
-def test_the_readme_example_runs(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## From Python", 1)[1]
-    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+def test_the_docs_python_example_runs(tmp_path: Path) -> None:
+    page = (Path(__file__).resolve().parent.parent / "docs" / "python.md").read_text(encoding="utf-8")
+    example = page.split("```python\n", 1)[1].split("```", 1)[0]
     run = subprocess.run(
         [sys.executable, "-c", example],
         cwd=tmp_path,

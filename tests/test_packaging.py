@@ -1,5 +1,6 @@
 """The package as PyPI would get it: a wheel and an sdist that build offline, pass `twine check --strict`, carry
-the metadata (version from `mcp_subagents/__init__.py`, license file, classifiers, URLs) and the built-in agents."""
+the metadata (version from `mcp_subagents/__init__.py`, license file, classifiers; no URL until the repository has
+a public one) and the built-in agents."""
 
 from __future__ import annotations
 
@@ -60,10 +61,7 @@ def test_the_wheel_carries_the_metadata_a_release_needs(dist: Path) -> None:
     assert f"mcp_subagents-{mcp_subagents.__version__}.dist-info/licenses/LICENSE" in names
     classifiers = metadata.get_all("Classifier") or []
     assert "Programming Language :: Python :: 3.11" in classifiers and "Typing :: Typed" in classifiers
-    urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL") or [])
-    assert set(urls) == {"Homepage", "Repository", "Issues", "Documentation"}
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert f"git+{urls['Repository']}" in readme  # the install command names the same repository
+    assert metadata.get_all("Project-URL") is None  # no placeholder address: none is known yet
     assert metadata["Requires-Python"] == ">=3.11"
     builtin = {Path(name).name for name in names if name.startswith("mcp_subagents/_builtin_agents/")}
     assert builtin == {"Bash.md", "Explore.md", "Plan.md", "general-purpose.md"}

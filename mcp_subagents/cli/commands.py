@@ -104,6 +104,11 @@ def _parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every option of `command` (None: the commands alone); the docs' CLI reference reads it."""
+    return _parser([command] if command else ())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     try:
         _main(argv)
