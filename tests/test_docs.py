@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from mcp_subagents.cli import main
-from mcp_subagents.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS
+from mcp_subagents.config.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
