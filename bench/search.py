@@ -39,10 +39,10 @@ import anyio.lowlevel
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcp_subagents.cli.commands import THREAD_SWITCH_INTERVAL
+from mcp_subagents.core.subprocesses import find_ripgrep
 from mcp_subagents.tools import builtin_tools
 from mcp_subagents.tools.base import ToolContext
 from mcp_subagents.tools.glob_match import ripgrep_name_filter
-from mcp_subagents.core.subprocesses import find_ripgrep
 from mcp_subagents.tools.ripgrep import WALK_OPTIONS_WITHOUT_HIDDEN
 
 NEEDLE = "needle_in_the_tree"

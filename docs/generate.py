@@ -25,7 +25,7 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))  # this checkout's package, whatever the environment has installed
 
 # The only two places the references read from. Issue 30 moves these modules into layer folders: change them here.
-from mcp_subagents.cli.commands import command_parser  # noqa: E402
+from mcp_subagents.cli.arguments import command_parser  # noqa: E402
 from mcp_subagents.config.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Option, Settings  # noqa: E402
 
 REGENERATE = "python docs/generate.py"

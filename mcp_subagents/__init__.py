@@ -8,8 +8,7 @@ test agent files without a key; `AgentDefinition`; and the errors `SubagentsErro
 import typing as _typing
 
 from .core.lazy import members_on_first_use as _members_on_first_use
-
-__version__ = "0.1.0"
+from .core.version import __version__
 
 if _typing.TYPE_CHECKING:
     from .agent.loop import AgentRun, run_agent

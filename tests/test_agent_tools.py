@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 from mcp_subagents.models.scripted import ScriptedModel, text
 
 from .support import MODES, connected, make_settings, text_of, write_agent

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from mcp_subagents.cli.commands import settings_for_command_line
+from mcp_subagents.cli import prescan as catalog_prescan
+from mcp_subagents.cli.arguments import settings_for_command_line
+from mcp_subagents.cli.prescan import start_prescan
 from mcp_subagents.config.settings import Settings
 from mcp_subagents.definitions import cache as definitions_cache
-from mcp_subagents.definitions import prescan as catalog_prescan
 from mcp_subagents.definitions import sources as definition_sources
-from mcp_subagents.definitions.prescan import start_prescan
 from mcp_subagents.runtime.service import Subagents
 
 from .support import write_agent

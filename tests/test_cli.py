@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 
 from .support import write_agent
 

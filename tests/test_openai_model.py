@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 from tests.fakes.fake_llm import FakeLLM, error, text, turn
 
 from .support import connected, make_settings, running_app, text_of, write_agent

@@ -1,5 +1,5 @@
 """The package as PyPI would get it: a wheel and an sdist that build offline, pass `twine check --strict`, carry
-the metadata (version from `mcp_subagents/__init__.py`, license file, classifiers; no URL until the repository has
+the metadata (version from `mcp_subagents/core/version.py`, license file, classifiers; no URL until the repository has
 a public one) and the built-in agents."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import mcp_subagents
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -82,4 +82,4 @@ def test_version_comes_from_one_place(capsys: pytest.CaptureFixture[str]) -> Non
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"mcp-subagents {mcp_subagents.__version__}\n"
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'dynamic = ["version"]' in pyproject and 'path = "mcp_subagents/__init__.py"' in pyproject
+    assert 'dynamic = ["version"]' in pyproject and 'path = "mcp_subagents/core/version.py"' in pyproject

@@ -209,7 +209,7 @@ def test_the_permission_form_shows_hostile_names_and_arguments_inert() -> None:
 def test_the_pages_escape_the_same_characters_as_the_server() -> None:
     """The dashboard and the App view escape on their side too (web/inert.js): the same set as render/inert.py."""
     from mcp_subagents.render import inert as server_side
-    from mcp_subagents.serve.web import web_file
+    from mcp_subagents.render.web import web_file
 
     script = web_file("inert.js")
     literal = "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', script.split("new RegExp(", 1)[1].split(', "gu")', 1)[0]))

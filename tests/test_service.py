@@ -98,7 +98,7 @@ def test_system_prompt_has_body_environment_and_reminder(tmp_path: Path) -> None
 def test_starting_the_server_does_not_import_provider_sdks(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "from mcp_subagents.cli.commands import ALL_OPTIONS\n"
+        "from mcp_subagents.cli.arguments import ALL_OPTIONS\n"
         "from mcp_subagents.mcp.server import build_server\n"
         "from mcp_subagents.runtime.service import Subagents\n"
         "from pathlib import Path\n"

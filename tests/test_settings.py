@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.commands import ALL_OPTIONS
+from mcp_subagents.cli.arguments import ALL_OPTIONS
 from mcp_subagents.config.settings import Settings, add_options, settings_from
 from mcp_subagents.core.errors import ConfigError
 

@@ -18,7 +18,7 @@ from .stdio_raw import RawStdioServer
 
 REPORTS_THE_COLLECTOR = """
 import gc, signal, sys
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 
 def report(*_):
     state = "on" if gc.isenabled() else "off"

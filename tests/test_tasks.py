@@ -17,6 +17,7 @@ from mcp_subagents.core.messages import Usage
 from mcp_subagents.core.principals import LOCAL_PRINCIPAL
 from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, PermissionQuestion
 from mcp_subagents.render import outcome_text
+from mcp_subagents.render.status import OUTPUT_FILE_TEXTS
 from mcp_subagents.tasks.manager import TaskManager
 from mcp_subagents.tasks.record import Listener, TaskLimits, TaskRecord
 
@@ -31,7 +32,7 @@ def result(text: str = "done") -> RunResult:
 
 @asynccontextmanager
 async def manager(tmp_path: Path, **limits: float) -> AsyncGenerator[TaskManager]:
-    tasks = TaskManager(state_dir=tmp_path / "state", limits=TaskLimits(**limits))  # type: ignore[arg-type]
+    tasks = TaskManager(state_dir=tmp_path / "state", limits=TaskLimits(**limits), texts=OUTPUT_FILE_TEXTS)  # type: ignore[arg-type]
     async with tasks.running():
         yield tasks
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
 from mcp_subagents.runtime.service import TaskArguments

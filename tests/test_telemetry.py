@@ -120,7 +120,7 @@ async def test_a_failed_task_marks_its_span_and_its_open_model_request_as_errors
 def test_traces_are_off_by_default_and_load_nothing(tmp_path: Path) -> None:
     probe = (
         "import sys\n"
-        "from mcp_subagents.cli.commands import main\n"
+        "from mcp_subagents.cli import main\n"
         "import mcp_subagents.mcp.server, mcp_subagents.runtime.service\n"
         "import mcp_subagents.tasks.manager, mcp_subagents.mcp.foreground\n"
         "telemetry = 'mcp_subagents.runtime.telemetry'\n"

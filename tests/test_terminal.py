@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.commands import main
+from mcp_subagents.cli import main
 
 from .fakes.fake_llm import FakeLLM, hang, text, tool_use, turn
 

@@ -58,8 +58,8 @@ def test_agent_files_belong_to_the_project_that_holds_their_folder(tmp_path: Pat
 
 
 def test_a_repositorys_agent_file_needs_both_its_own_project_and_the_runs_project_trusted(tmp_path: Path) -> None:
-    from mcp_subagents.config.trust import untrusted_source
     from mcp_subagents.definitions.parse import parse_definition
+    from mcp_subagents.definitions.trust import untrusted_source
 
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     for project in (mine, theirs):
@@ -76,8 +76,8 @@ def test_a_repositorys_agent_file_needs_both_its_own_project_and_the_runs_projec
 
 
 def test_a_plugin_agent_runs_without_mode_hooks_and_servers_and_one_warning_names_them(tmp_path: Path) -> None:
-    from mcp_subagents.config.trust import without_plugin_extras
     from mcp_subagents.definitions.parse import parse_definition
+    from mcp_subagents.definitions.trust import without_plugin_extras
 
     hooks = '{"PreToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}'
     text = f"---\nname: a\ndescription: d\npermissionMode: acceptEdits\nhooks: {hooks}\n---\nB\n"

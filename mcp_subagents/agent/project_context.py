@@ -22,7 +22,7 @@ from typing import Final, Literal, TypeAlias
 
 import anyio
 
-from .prompts import inside_git_checkout
+from ..core.git import inside_git_checkout
 
 logger = logging.getLogger(__name__)
 

@@ -5,10 +5,10 @@ critical reminder."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import platform
 from pathlib import Path
 
+from ..core.git import inside_git_checkout
 from ..models.profiles import ModelProfile
 
 SAFEGUARD = """\
@@ -30,24 +30,6 @@ file: your final message is the report.
 - Personal and project details you come across stay private: use them for the task only, and do not send them \
 to outside services or places beyond what the task needs.
 - Do not use emojis unless asked, and do not put a colon right before a tool call."""
-
-
-def checkout_root(cwd: Path) -> Path | None:
-    """The nearest of `cwd` and the folders above it that holds a `.git` (a folder, or the file of a worktree or
-    submodule); None when none does."""
-    folder = os.fspath(cwd)  # plain strings: this runs a few times per Task, and pathlib cost 5x the stats
-    while True:
-        if os.path.exists(os.path.join(folder, ".git")):
-            return Path(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
-
-
-def inside_git_checkout(cwd: Path) -> bool:
-    """`cwd` or a folder above it holds a `.git`."""
-    return checkout_root(cwd) is not None
 
 
 def model_identity(profile: ModelProfile) -> str:

@@ -18,10 +18,10 @@ from typing import Final, Literal, TypeAlias
 from pydantic import Field
 
 from ..core.errors import DefinitionError, ToolError
+from ..core.git import checkout_root
 from ..definitions.frontmatter import has_frontmatter, read_frontmatter
 from ..definitions.sources import plugin_folders
 from ..tools.base import Tool, ToolContext, ToolInput
-from .prompts import checkout_root
 
 logger = logging.getLogger(__name__)
 

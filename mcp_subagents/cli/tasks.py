@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..models.pricing import format_usd
 from ..render import outcome_text
 from ..render.inert import inert
+from ..render.rows import task_row
 from ..tasks.control import ControlError, request_stop
 from ..tasks.files import (
     TaskLookupError,
@@ -55,32 +56,6 @@ def _snapshot(state_dir: Path, task_id: str | None) -> TaskSnapshot:
     if snapshot is None:
         raise TaskLookupError(f"{path} has no task header")
     return snapshot
-
-
-def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
-    """One task for `tasks list --json` and the dashboard's API."""
-    header = snapshot.header
-    return {
-        "task_id": header.task_id,
-        "state": snapshot.state,
-        "agent": header.agent,
-        "description": header.description,
-        "owner": header.owner,
-        "model": header.model,
-        "created": header.created,
-        "resumed_from": header.resumed_from,
-        "turns": snapshot.turns,
-        "tool_uses": snapshot.tool_uses,
-        "tokens": snapshot.tokens,
-        "usage": asdict(snapshot.usage),
-        "cost_usd": snapshot.cost_usd,
-        "budget_usd": header.budget_usd,
-        "elapsed_s": round(snapshot.elapsed_s, 3),
-        "current_tools": list(snapshot.current_tools),
-        "denials": snapshot.denials,
-        "last_text": snapshot.last_text[-500:],
-        "pid": header.pid,
-    }
 
 
 def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:

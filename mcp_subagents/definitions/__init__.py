@@ -1,9 +1,8 @@
 """Agent definitions: the value type, parsing Markdown/JSON definitions, the sources and their priority, and the
-validator behind `mcp-subagents agents validate`."""
+prescan of a first start. (`mcp-subagents agents validate` lives in `cli.validate`.)"""
 
 from __future__ import annotations
 
-from ..cli.validate import Problem, validate_paths
 from .model import AgentDefinition, LoadError, MemoryScope, Source, tool_base_name, tools_summary
 from .parse import parse_definition, parse_json_agents
 from .sources import Catalog, CatalogLoader, DefinitionSources, builtin_agents_dir
@@ -25,7 +24,6 @@ __all__ = [
     "LoadError",
     "MemoryScope",
     "MissingTool",
-    "Problem",
     "Source",
     "builtin_agents_dir",
     "matching_tools",
@@ -36,5 +34,4 @@ __all__ = [
     "require_some_tool",
     "tool_base_name",
     "tools_summary",
-    "validate_paths",
 ]

@@ -12,7 +12,7 @@ from typing import Any, Final, TypeVar
 
 from ..core.errors import DefinitionError
 from ..core.json_values import JsonObject
-from ..core.names import EFFORT_LEVELS
+from ..core.names import EFFORT_LEVELS, MODE_ALIASES
 from ..core.names import MODEL_ALIASES as ALIAS_TO_MODEL_ID
 from ..core.names import PERMISSION_MODES as CLAUDE_PERMISSION_MODES
 from ._coerce import as_list, as_object
@@ -23,7 +23,9 @@ MAX_NAME_LENGTH: Final = 256
 """Names are taken as written, as Claude Code takes them (dots, spaces and non-ASCII letters included), except that
 they must not start with `-`, hold `:` (reserved for `plugin:agent` ids), control characters, or pass this length."""
 MODEL_ALIASES: Final = frozenset({*ALIAS_TO_MODEL_ID, "inherit"})
-PERMISSION_MODES: Final = (*CLAUDE_PERMISSION_MODES, "auto")
+PERMISSION_MODES: Final = ("default", "acceptEdits", "auto", "dontAsk", "bypassPermissions", "plan")
+"""The modes a file may name, in the order errors list them: Claude Code's, and its older `auto`."""
+assert {*PERMISSION_MODES, "manual"} == {*CLAUDE_PERMISSION_MODES, *MODE_ALIASES}
 MEMORY_SCOPES: Final[tuple[MemoryScope, ...]] = ("user", "project", "local")
 ISOLATION_MODES: Final = ("worktree", "remote")
 COLORS: Final = ("red", "blue", "green", "yellow", "purple", "orange", "pink", "cyan")

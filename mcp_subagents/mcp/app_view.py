@@ -14,8 +14,8 @@ from typing import Any, cast
 import mcp_types as types
 from mcp.server import ServerRequestContext
 
-from .. import __version__
-from ..serve.web import web_file
+from ..core.version import __version__
+from ..render.web import web_file
 
 # The values of `mcp.server.apps`, whose import pulls in the SDK's MCPServer tier (tens of ms at start-up).
 EXTENSION_ID = "io.modelcontextprotocol/ui"

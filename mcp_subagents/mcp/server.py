@@ -16,8 +16,8 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from .. import __version__
 from ..core.errors import InvalidArgumentsError, SubagentsError
+from ..core.version import __version__
 from ..core.well_formed import well_formed_values
 from ..definitions import Catalog
 from ..render.descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description

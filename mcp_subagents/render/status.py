@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 from ..agent.loop import Compacted, ModelResponded, ToolFinished, ToolStarted
+from ..tasks.outcome import TaskOutcome
 from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
 from .envelopes import outcome_text, usd_value
 
@@ -129,3 +130,19 @@ def describe_event(event: TaskEvent) -> str | None:
         why = "it passed the compaction threshold" if event.reason == "threshold" else "the model found it too long"
         return f"[turn {event.turn}] conversation of {event.replaced} messages summarised ({why})\n"
     return None
+
+
+class OutputFileTexts:
+    """The task manager's `TaskTexts`: output files read as the host's view of a task does."""
+
+    def event_line(self, event: TaskEvent) -> str | None:
+        return describe_event(event)
+
+    def budget_warning(self, warning: BudgetWarning) -> str:
+        return budget_warning_text(warning)
+
+    def end(self, record: TaskRecord, outcome: TaskOutcome) -> str:
+        return outcome_text(record, outcome, max_chars=None)
+
+
+OUTPUT_FILE_TEXTS = OutputFileTexts()

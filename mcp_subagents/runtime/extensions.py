@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..agent.hooks import AgentHooks, HookIdentity, HookSet, hooks_for_run
+from ..agent.mcp_servers.problem import ServerProblem
 from ..agent.worktrees import Worktree, create_worktree, finish_worktree
 from ..config.claude_settings import ClaudeSettings
-from ..config.trust import untrusted_source
 from ..core.errors import SubagentsError, ToolError
 from ..core.names import EFFORT_LEVELS
 from ..definitions import AgentDefinition, tools_summary
-from ..tasks.outcome import ServerProblem
+from ..definitions.trust import untrusted_source
 from ..tasks.record import TaskRecord
 from ..tools.base import Tool
 from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_agents, nested_task_tool, wants_task_tool

@@ -11,14 +11,14 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..config.claude_settings import ClaudeSettings, ClaudeSettingsFiles, SettingsLocations
 from ..config.settings import Settings
-from ..config.trust import ProjectTrust, untrusted_source, without_plugin_extras
+from ..config.trust import ProjectTrust
 from ..core.environment import scrubbed_environment, secret_values
 from ..core.errors import ConfigError, ProviderNotConfiguredError, SubagentsError, ToolError, UnknownAgentError
 from ..core.principals import LOCAL_PRINCIPAL
@@ -37,6 +37,7 @@ from ..definitions import (
     tool_base_name,
 )
 from ..definitions.cache import CACHE_FILE as CATALOG_CACHE_FILE
+from ..definitions.trust import untrusted_source, without_plugin_extras
 from ..models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from ..models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
 from ..tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, builtin_tools
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from ..agent.setup import AgentExtras
     from ..core.hook_points import PermissionHook, ToolGate
     from ..core.messages import Message
-    from ..definitions.prescan import CatalogPrescan
     from ..models.base import Model
     from ..models.pricing import ModelPrice, PriceFiles
     from ..permissions.asking import Asker, Denial
@@ -63,6 +63,15 @@ if TYPE_CHECKING:
     from .extensions import Extensions, RunPlace
 
 logger = logging.getLogger(__name__)
+
+
+class PendingScan(Protocol):
+    """Another process parsing the agent files into the catalog's cache (the CLI's prescan of a first start)."""
+
+    def wait(self) -> None:
+        """Block until it is done (or given up on)."""
+        ...
+
 
 _KEPT_POLICIES = 64
 """Permission policies kept for reuse (agent, place and settings snapshot): more than a host launches at once."""
@@ -266,7 +275,7 @@ class Subagents:
         model: Model | None = None,
         environ: Mapping[str, str] | None = None,
         tracer_provider: Any = None,
-        catalog_prescan: CatalogPrescan | None = None,
+        catalog_prescan: PendingScan | None = None,
     ):
         self.settings = settings
         self.environ = dict(os.environ if environ is None else environ)
@@ -322,6 +331,7 @@ class Subagents:
         return self._tasks
 
     def _task_manager(self) -> TaskManager:
+        from ..render.status import OUTPUT_FILE_TEXTS
         from ..tasks.manager import TaskManager
         from ..tasks.record import TaskLimits
 
@@ -335,6 +345,7 @@ class Subagents:
                 max_result_chars=settings.max_result_chars,
                 ask_timeout=settings.ask_timeout,
             ),
+            texts=OUTPUT_FILE_TEXTS,
             secrets=secret_values(self.environ),
         )
         manager.control_name = self._control_name

@@ -19,9 +19,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .. import __version__
 from ..agent.loop import ModelResponded, ToolFinished, ToolStarted, TurnStarted
 from ..core.messages import Usage
+from ..core.version import __version__
 from ..tasks.outcome import TaskOutcome
 from ..tasks.record import Listener, TaskEvent, TaskRecord
 

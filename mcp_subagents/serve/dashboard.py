@@ -30,15 +30,15 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..cli.tasks import task_row
 from ..core.errors import SubagentsError
 from ..models.pricing import PriceTable
 from ..render.inert import inert_values, well_formed
+from ..render.rows import task_row
+from ..render.web import web_file
 from ..tasks.control import ControlError, request_stop
 from ..tasks.files import TaskLookupError, find_task, read_task
 from .asgi import serve_until_cancelled
 from .dashboard_data import TaskRows, TranscriptFollower, state_signature
-from .web import web_file
 
 logger = logging.getLogger(__name__)
 

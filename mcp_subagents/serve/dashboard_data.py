@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from ..cli.tasks import task_row
 from ..core.json_values import json_object
 from ..models.pricing import PriceTable
 from ..render import outcome_text
+from ..render.rows import task_row
 from ..tasks.files import TaskSnapshot, output_path, read_task, transcripts_dir
 from ..tasks.outcome import decode_outcome
 

@@ -27,7 +27,6 @@ from ..core.redaction import Redactor
 from ..core.state import TASK_ID, AppendFile
 from ..models.pricing import ModelPrice
 from ..permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
-from ..render import budget_warning_text, describe_event, outcome_text
 from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
 from .record import (
     BUDGET_WARNING_SHARE,
@@ -42,6 +41,7 @@ from .record import (
     TurnAllowance,
 )
 from .slots import Lender, Slots
+from .texts import TaskTexts
 from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,10 @@ class TaskManager:
     """Owns every task of this server process. Enter `running()` once, which holds the task group; or hand it a task
     group that outlives it with `serve_in`, and `close` it before that group ends."""
 
-    def __init__(self, *, state_dir: Path, limits: TaskLimits, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, *, state_dir: Path, limits: TaskLimits, texts: TaskTexts, secrets: Iterable[str] = ()) -> None:
+        """`texts`: what the output files are written in (the runtime passes the renderer's)."""
         self.limits = limits
+        self._texts = texts
         self.output_dir = state_dir / "tasks"
         self._redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
@@ -535,7 +537,7 @@ class TaskManager:
             self._write_transcript(
                 record.transcript.usage, turn=progress.turn, usage=progress.usage, cost_usd=record.cost_usd()
             )
-        line = describe_event(event)
+        line = self._texts.event_line(event)
         if line:
             self._append_output(record, line)
         for listener in list(record.resources.listeners):
@@ -583,7 +585,7 @@ class TaskManager:
             self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
             return True
         elif isinstance(event, BudgetWarning):  # pyright: ignore[reportUnnecessaryIsInstance]
-            self._write_transcript(record.transcript.notice, "budget_warning", budget_warning_text(event))
+            self._write_transcript(record.transcript.notice, "budget_warning", self._texts.budget_warning(event))
         return False
 
     def _before_request(self, record: TaskRecord) -> None:
@@ -749,7 +751,7 @@ class TaskManager:
         record.state = outcome.state
         if outcome.state != "completed":
             record.resources.processes.kill_all()
-        self._append_output(record, f"\n{outcome_text(record, outcome, max_chars=None)}\n")
+        self._append_output(record, f"\n{self._texts.end(record, outcome)}\n")
         output = self._outputs.pop(record.id, None)
         if output is not None:
             output.close()

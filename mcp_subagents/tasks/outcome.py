@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeAlias
 from pydantic import TypeAdapter
 
 from ..agent.loop import StopKind
+from ..agent.mcp_servers.problem import ServerProblem
 from ..agent.worktrees import WorktreeReport
 from ..core.messages import Usage
 from ..permissions.asking import Denial
@@ -27,14 +28,6 @@ class RunCounts:
     duration_s: float
     cost_usd: float | None = None
     """What the tokens cost in USD; None when the model has no price."""
-
-
-@dataclass(frozen=True, slots=True)
-class ServerProblem:
-    """One of the agent's MCP servers that did not start (or stopped), and why: its tools were missing."""
-
-    name: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.definitions import Catalog, CatalogLoader, DefinitionSources, missing_tools, validate_paths
+from mcp_subagents.cli.validate import validate_paths
+from mcp_subagents.definitions import Catalog, CatalogLoader, DefinitionSources, missing_tools
 from tests.support import SHARED, require_shared
 
 CORPUS = SHARED / "corpus"

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.definitions import AgentDefinition, Problem, missing_tools, validate_paths
+from mcp_subagents.cli.validate import Problem, validate_paths
+from mcp_subagents.definitions import AgentDefinition, missing_tools
 
 KNOWN = frozenset({"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"})
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.models.scripted import ScriptedModel, text
+from mcp_subagents.render.status import OUTPUT_FILE_TEXTS
 from mcp_subagents.tasks.manager import TaskManager
 from mcp_subagents.tasks.record import TaskLimits
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 
 def test_ids_carry_at_least_128_random_bits(tmp_path: Path) -> None:
-    manager = TaskManager(state_dir=tmp_path, limits=TaskLimits())
+    manager = TaskManager(state_dir=tmp_path, limits=TaskLimits(), texts=OUTPUT_FILE_TEXTS)
     ids = [manager.new_id() for _ in range(2000)]
     assert all(re.fullmatch(r"[0-9a-f]{32,}", task_id) for task_id in ids)  # 32 hex digits = 128 bits
     assert len(set(ids)) == len(ids)

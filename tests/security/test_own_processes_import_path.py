@@ -15,9 +15,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.cli.commands import settings_for_command_line
+from mcp_subagents.cli.arguments import settings_for_command_line
+from mcp_subagents.cli.prescan import start_prescan
 from mcp_subagents.core.processes import own_module_command
-from mcp_subagents.definitions.prescan import start_prescan
 from mcp_subagents.models.providers import ProviderConfig, WorkerStartup
 from mcp_subagents.models.spread import ModelProcess
 

@@ -4,7 +4,6 @@ tools the agent gets (`toolbox`)."""
 from __future__ import annotations
 
 from ...config.settings import AGENT_SERVER_MARKER
-from ...tasks.outcome import ServerProblem
 from .config import (
     ResolvedServers,
     ServerConfig,
@@ -13,6 +12,7 @@ from .config import (
     server_prefix,
     tool_name,
 )
+from .problem import ServerProblem
 
 __all__ = [
     "AGENT_SERVER_MARKER",

@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeAlias, cast
 from ...config.claude_settings import ClaudeSettings
 from ...core.json_values import JsonObject
 from ...definitions import AgentDefinition
-from ...tasks.outcome import ServerProblem
+from .problem import ServerProblem
 
 _OWN_NAMES = frozenset({"mcp-subagents", "mcp_subagents"})
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -27,9 +27,9 @@ from pydantic import ConfigDict
 
 from ...config.settings import AGENT_SERVER_MARKER
 from ...core.errors import ToolError
-from ...tasks.outcome import ServerProblem
 from ...tools.base import Tool, ToolContext, ToolInput
 from .config import HttpServer, ServerConfig, StdioServer, tool_name
+from .problem import ServerProblem
 from .stdio import stdio_transport
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Every start after the first reads what the agent files said from the state directory's cache (`definitions.cache`).
 The first start had to parse every file itself, on the one core that was also importing the server: with thousands
 of files that made it a third slower. So when there is no cache yet, `start_prescan` runs
-`python -m mcp_subagents.definitions.prescan` with the server's own arguments; it scans the same sources the same way,
+`python -m mcp_subagents.cli.prescan` with the server's own arguments; it scans the same sources the same way,
 which writes the cache, and exits. The server's first scan waits for it (bounded) and then reads the cache. Nothing
 depends on it but speed: if it fails or is late, the server parses the files itself, as before.
 """
@@ -57,7 +57,7 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
         return None
     try:
         process = subprocess.Popen(
-            own_module_command("mcp_subagents.definitions.prescan", *argv),
+            own_module_command("mcp_subagents.cli.prescan", *argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,  # stdout is the protocol
             stderr=subprocess.DEVNULL,  # the server logs the files' warnings itself when it reads the cache
@@ -70,10 +70,10 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
 
 
 def _prescan(argv: Sequence[str]) -> int:
-    from ..cli.commands import settings_for_command_line
+    from ..definitions import CatalogLoader
+    from ..definitions.cache import CACHE_FILE as LOADER_CACHE_FILE
     from ..runtime.service import definition_sources
-    from . import CatalogLoader
-    from .cache import CACHE_FILE as LOADER_CACHE_FILE
+    from .arguments import settings_for_command_line
 
     settings = settings_for_command_line(argv)
     if settings is None:

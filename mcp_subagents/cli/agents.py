@@ -1,0 +1,82 @@
+"""`mcp-subagents agents list|validate`: the agents in effect and the files that failed, or the problems of the
+files named."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..config.settings import Settings
+from ..render.inert import inert
+
+
+def list_agents(settings: Settings, *, as_json: bool) -> None:
+    from ..config.claude_settings import ClaudeSettingsFiles
+    from ..config.trust import ProjectTrust
+    from ..definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
+    from ..definitions.trust import untrusted_project_warnings
+    from ..runtime.service import definition_sources, settings_locations
+    from ..tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
+
+    settings_files = ClaudeSettingsFiles(settings_locations(settings))
+    catalog = CatalogLoader(definition_sources(settings, settings_files)).load()
+    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    project = settings.working_directory
+    warnings = untrusted_project_warnings(trust, project, catalog.agents.values(), settings_files.load(project))
+    available = {*BUILTIN_TOOL_NAMES, *PER_RUN_TOOL_NAMES}
+    problems = {
+        d.name: no_usable_tools(d, missing_tools(d, available), granted=d.memory is not None)
+        for d in catalog.agents.values()
+    }
+    if as_json:
+        agents = [
+            {
+                "name": d.name,
+                "source": d.source,
+                "model": d.model,
+                "tools": list(d.tools) if d.tools is not None else None,
+                "disallowedTools": list(d.disallowed_tools),
+                "description": d.description,
+                "file": str(d.path) if d.path else None,
+                "problem": problems[d.name],
+            }
+            for d in catalog.agents.values()
+        ]
+        errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
+        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings}, indent=2))
+        return
+    lines: list[str] = []  # a project's agent files chose these names and texts: printed inert
+    for d in catalog.agents.values():
+        unusable = "  [NO USABLE TOOLS: Task refuses it]" if problems[d.name] else ""
+        lines.append(f"{d.name}  [{d.source}]  model: {d.model}  tools: {tools_summary(d)}{unusable}")
+        lines.append(f"    {' '.join(d.description.split())[:160]}")
+        if d.path:
+            lines.append(f"    {d.path}")
+        if problems[d.name]:
+            lines.append(f"    problem: {problems[d.name]}")
+    lines += [f"{denied}  [denied by settings]" for denied in catalog.denied]
+    if catalog.errors:
+        lines.append(f"\n{len(catalog.errors)} file(s) failed to load:")
+        lines += [f"  {error.path}: {error.error}" for error in catalog.errors]
+    lines += [f"warning: {warning}" for warning in warnings]
+    for line in lines:
+        print(inert(line))
+
+
+def validate_command(paths: Sequence[Path], settings: Settings) -> int:
+    from ..config.trust import ProjectTrust, untrusted_agent_file
+    from ..tools import BUILTIN_TOOL_NAMES
+    from .validate import validate_paths
+
+    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))
+    for problem in problems:
+        label = "" if problem.severity == "error" else "warning: "
+        print(inert(f"{problem.path}: {label}{problem.message}"))
+    failing = {p.path for p in problems if p.severity == "error"}
+    warnings = len(problems) - sum(1 for p in problems if p.severity == "error")
+    summary = f"{len(failing)} file(s) failed, {warnings} warning(s)" if problems else "all files are valid"
+    print(summary, file=sys.stderr)
+    return 1 if failing else 0

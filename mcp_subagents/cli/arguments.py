@@ -1,0 +1,98 @@
+"""The command line's grammar: the parser of each command with its options, and the settings a command line
+gives. Each command's options are added only when that command runs (some fifty flags for each command took 26 ms
+to add, on every start of the server)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..config.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Option, Settings, add_options, settings_from
+from ..core.errors import ConfigError
+from ..core.version import __version__
+
+ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
+STATE_DIR_OPTIONS = tuple(option for option in RUN_OPTIONS if option.flag == "--state-dir")
+
+
+def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser for `command_line` (which names its command first, see `with_command`): only that command gets
+    its options (some fifty flags for each command took 26 ms to add, on every start of the server)."""
+    chosen = command_line[0] if command_line else None
+
+    def add_options_if_chosen(command: str, parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
+        if command == chosen:
+            add_options(parser, options)
+
+    parser = argparse.ArgumentParser(
+        prog="mcp-subagents",
+        description="Claude-Code-style subagents for any MCP host. Without a command, `serve` is assumed.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the MCP server (stdio by default)")
+    add_options_if_chosen("serve", serve, (*SERVE_OPTIONS, *SOURCE_OPTIONS, *RUN_OPTIONS))
+
+    run = commands.add_parser(
+        "run",
+        help="run one subagent from the shell and print its result",
+        usage='%(prog)s AGENT "PROMPT" [options]  |  %(prog)s --resume ID "PROMPT" [options]',
+    )
+    run.add_argument("words", nargs="+", metavar="AGENT PROMPT", help="subagent type (e.g. Explore), then the task")
+    run.add_argument("--resume", metavar="ID", help="continue an earlier task's conversation with PROMPT")
+    run.add_argument("--raw", action="store_true", help="print the <task_result> envelope a host gets")
+    run.add_argument("--max-turns-for-run", dest="task_max_turns", type=int, help=argparse.SUPPRESS)
+    add_options_if_chosen("run", run, (*SOURCE_OPTIONS, *RUN_OPTIONS))
+
+    agents = commands.add_parser("agents", help="list or validate agent definitions")
+    agent_commands = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
+    listing = agent_commands.add_parser("list", help="the active agents and the files that failed to load")
+    listing.add_argument("--json", action="store_true", help='print JSON: {"agents": [...], "errors": [...]}')
+    add_options_if_chosen("agents", listing, SOURCE_OPTIONS)
+    validate = agent_commands.add_parser("validate", help="check agent files or folders; exit 1 if any has a problem")
+    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+
+    dashboard = commands.add_parser(
+        "dashboard", help="the browser dashboard of a state directory, on 127.0.0.1 (every task, live)"
+    )
+    dashboard.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: 0, any free port)")
+    add_options_if_chosen("dashboard", dashboard, (*SOURCE_OPTIONS, *RUN_OPTIONS))
+
+    tasks = commands.add_parser("tasks", help="list, show, follow or stop the tasks of a state directory")
+    task_commands = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
+    task_list.add_argument("--json", action="store_true", help="print a JSON list of tasks")
+    add_options_if_chosen("tasks", task_list, STATE_DIR_OPTIONS)
+    for action, help_text in (
+        ("show", "a task's state, tokens, cost and result (or its output so far)"),
+        ("tail", "print a task's output and follow it until the task ends"),
+        ("stop", "stop a running task, whichever server process runs it"),
+    ):
+        command = task_commands.add_parser(action, help=help_text)
+        command.add_argument("task_id", metavar="ID", help="the task id (or its first 6 or more characters)")
+        add_options_if_chosen("tasks", command, STATE_DIR_OPTIONS)
+    return parser
+
+
+def command_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every option of `command` (None: the commands alone); the docs' CLI reference reads it."""
+    return build_parser([command] if command else ())
+
+
+def with_command(argv: Sequence[str]) -> list[str]:
+    """`argv` naming its command: none (or only options) means `serve`."""
+    argv = list(argv)
+    if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
+        argv.insert(0, "serve")
+    return argv
+
+
+def settings_for_command_line(argv: Sequence[str]) -> Settings | None:
+    """The settings a command line (and this environment) gives; None when they are not valid."""
+    try:
+        command_line = with_command(argv)
+        return settings_from(build_parser(command_line).parse_args(command_line), ALL_OPTIONS)
+    except (ConfigError, SystemExit):
+        return None
