@@ -16,7 +16,7 @@ from mcp_subagents.mcp.app_view import APP_MIME_TYPE, EXTENSION_ID, VIEW_URI
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.runtime.service import TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
 
 from .security.inert_support import HOSTILE, assert_inert
 from .support import MODES, make_settings, running_app, text_of
@@ -76,7 +76,7 @@ async def test_task_list_shows_this_principals_tasks_live_and_the_view_can_stop_
 
     async with running_app(make_settings(tmp_path), model=FunctionModel(respond)) as app:
         someone_else = app.launch(
-            TaskArguments(description="not yours", prompt="bob's", subagent_type="Explore"), principal="token:bob"
+            TaskRequest(description="not yours", prompt="bob's", subagent_type="Explore"), principal="token:bob"
         )
         async with Client(build_server(app), mode=mode, extensions=APPS) as client:  # pyright: ignore[reportArgumentType]
             arguments = {"description": "scan", "prompt": "mine", "subagent_type": "general-purpose"}

@@ -19,7 +19,7 @@ from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.pricing import LIST_PRICES, ModelPrice, PriceFiles, PriceTable, format_usd
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel
 from mcp_subagents.render import outcome_text, status_text
-from mcp_subagents.runtime.service import TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
 
 from .fakes.fake_llm import FakeLLM
 from .fakes.fake_llm import text as fake_text
@@ -104,7 +104,7 @@ async def test_results_and_transcripts_carry_the_cost(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, model=SONNET_4_6)
     model = ScriptedModel([turn(), turn(call=None)])
     async with running_app(settings, model=model) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
     assert record.model == SONNET_4_6 and record.outcome is not None
@@ -123,7 +123,7 @@ async def test_results_and_transcripts_carry_the_cost(tmp_path: Path) -> None:
 async def test_a_model_without_a_price_reports_tokens_only(tmp_path: Path) -> None:
     model = ScriptedModel([turn(call=None)])
     async with running_app(make_settings(tmp_path, model="my-local-model"), model=model) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
     assert record.outcome is not None
@@ -145,7 +145,7 @@ async def test_task_output_says_starting_then_shows_turns_tokens_and_cost(tmp_pa
         return turn(call=None)
 
     async with running_app(make_settings(tmp_path, model=SONNET_4_6), model=FunctionModel(respond)) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await first_asked.wait()
         record.progress.turn = 0  # as it stands while the provider SDK is still loading, before turn 1
@@ -175,7 +175,7 @@ async def test_a_task_past_its_budget_ends_with_an_error_naming_the_budget_and_t
     write_agent(settings.working_directory / ".claude" / "agents", "spender", extra=extra)
     model = ScriptedModel([turn() for _ in range(10)])
     async with running_app(settings, model=model) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="spender"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="spender"))
         with anyio.fail_after(10):
             await record.done.wait()
     # $0.018 a turn: 0.036 passes 80% of 0.04 (a warning), 0.054 passes the budget: no fourth request
@@ -259,7 +259,7 @@ async def test_what_webfetch_asks_its_small_model_is_part_of_the_cost(
     environ = {"ANTHROPIC_API_KEY": "sk-ant-test-key-123", "ANTHROPIC_BASE_URL": fake.url}
     try:
         async with running_app(settings, environ=environ) as app:
-            record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+            record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
             with anyio.fail_after(30):
                 await record.done.wait()
     finally:
@@ -303,7 +303,7 @@ async def test_a_model_without_a_price_counts_at_the_ceiling_under_a_budget(tmp_
     settings = make_settings(tmp_path, model="my-local-model", max_budget_usd=0.2)
     model = ScriptedModel([turn() for _ in range(10)])  # $0.09 a turn at $15 / $75 per million tokens
     async with running_app(settings, model=model) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
     assert len(model.requests) == 3
@@ -340,7 +340,7 @@ async def test_a_nested_tasks_budget_is_the_lower_of_its_own_and_what_remains_of
     settings = make_settings(tmp_path, model=SONNET_4_6, max_budget_usd=0.1)
     write_agent(settings.working_directory / ".claude" / "agents", "frugal", extra="maxBudgetUsd: 0.01\n")
     async with running_app(settings, model=spending_tree("frugal", "general-purpose")) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
         children = [app.tasks.get(child, principal=record.owner) for child in record.children]
@@ -358,7 +358,7 @@ async def test_a_nested_tasks_budget_is_the_lower_of_its_own_and_what_remains_of
 async def test_the_parent_is_warned_when_its_nested_tasks_pass_most_of_its_budget(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, model=SONNET_4_6, max_budget_usd=0.08)
     async with running_app(settings, model=spending_tree("general-purpose", "general-purpose")) as app:
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
     # root $0.018, nested $0.036, root $0.054 (67%), nested $0.072 (90%: warned), root $0.09: past the budget

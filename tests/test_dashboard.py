@@ -15,7 +15,8 @@ from mcp_subagents.cli.dashboard import resumer
 from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
+from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.tasks.files import find_task
 
 from .dashboard_support import client, served_dashboard
@@ -46,7 +47,7 @@ class Script:
 
 
 async def finished(app: Subagents, prompt: str = "quick") -> str:
-    record = app.launch(TaskArguments(description="a quick look", prompt=prompt, subagent_type="general-purpose"))
+    record = app.launch(TaskRequest(description="a quick look", prompt=prompt, subagent_type="general-purpose"))
     with anyio.fail_after(10):
         await record.done.wait()
     return record.id
@@ -97,7 +98,7 @@ async def test_the_streams_show_a_task_appear_grow_and_stop_through_the_control_
         with anyio.fail_after(10):
             name, data = await anext(stream)
         assert (name, data) == ("tasks", {"tasks": []})
-        record = app.launch(TaskArguments(description="slow job", prompt="wait", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="slow job", prompt="wait", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             async for _name, data in stream:
                 if data["tasks"] and data["tasks"][0]["state"] == "running" and data["tasks"][0]["tool_uses"] == 1:
@@ -132,7 +133,7 @@ async def test_resume_from_the_dashboard_continues_the_conversation_for_its_owne
         client(dashboard) as api,
     ):
         first = app.launch(
-            TaskArguments(description="bob's job", prompt="quick", subagent_type="Explore"), principal="token:bob"
+            TaskRequest(description="bob's job", prompt="quick", subagent_type="Explore"), principal="token:bob"
         )
         with anyio.fail_after(10):
             await first.done.wait()
@@ -213,7 +214,7 @@ async def test_the_api_sends_a_hostile_tasks_text_inert(tmp_path: Path) -> None:
     # page drew them), and a lone surrogate in the transcript made the task's page answer 500.
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     async with running_app(settings, model=FunctionModel(HostileScript())) as app, served_dashboard(app) as dashboard:
-        record = app.launch(TaskArguments(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
         async with client(dashboard) as api:

@@ -13,7 +13,7 @@ import pytest
 from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.runtime.service import TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
 
 from .browser_support import chromium_page, screenshot_path
 from .dashboard_support import served_dashboard
@@ -58,7 +58,7 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
     script = Script()
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     async with running_app(settings, model=FunctionModel(script)) as app, served_dashboard(app) as dashboard:
-        plan = app.launch(TaskArguments(description="plan the parser rewrite", prompt="quick", subagent_type="Plan"))
+        plan = app.launch(TaskRequest(description="plan the parser rewrite", prompt="quick", subagent_type="Plan"))
         with anyio.fail_after(10):
             await plan.done.wait()
         async with chromium_page(width=1200, height=760) as page:
@@ -67,7 +67,7 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
             await page.locator(f'tr[data-task-id="{plan.id}"]').wait_for(timeout=10_000)
 
             slow = app.launch(
-                TaskArguments(
+                TaskRequest(
                     description="tidy the build",
                     prompt="Tidy the build and check the compiler flags.",
                     subagent_type="general-purpose",
@@ -107,7 +107,7 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
             await page.locator(".item.end.completed", has_text="the build script is fine").wait_for(timeout=10_000)
             assert slow.id not in page.url
 
-            quick = app.launch(TaskArguments(description=f"summarise {XSS}", prompt="quick", subagent_type="Explore"))
+            quick = app.launch(TaskRequest(description=f"summarise {XSS}", prompt="quick", subagent_type="Explore"))
             await page.goto(dashboard.access.url)
             quick_row = page.locator(f'tr[data-task-id="{quick.id}"]')
             await quick_row.click()
@@ -144,7 +144,7 @@ async def test_a_hostile_tasks_text_is_shown_inert_in_the_page(tmp_path: Path) -
 
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     async with running_app(settings, model=FunctionModel(respond)) as app, served_dashboard(app) as dashboard:
-        record = app.launch(TaskArguments(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
         async with chromium_page(width=1200, height=900) as page:

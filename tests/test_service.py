@@ -138,7 +138,8 @@ from mcp_subagents import cli
 from mcp_subagents.mcp.notifications import watch_catalog
 from mcp_subagents.core.processes import harden_server_process, kill_descendants
 from mcp_subagents.mcp.server import _tools, build_server
-from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
+from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.config.settings import Settings
 from mcp_subagents.serve.transports import open_listener, serve
 
@@ -155,7 +156,7 @@ async def main():
 
     app = Subagents(settings, model=ScriptedModel([text("done")]))
     async with app.running():
-        args = TaskArguments(description="d", prompt="p", subagent_type="general-purpose")
+        args = TaskRequest(description="d", prompt="p", subagent_type="general-purpose")
         record = app.launch(args)
         await app.tasks.wait(record, 30)
         print(record.state, sorted(m for m in ENGINE if m not in sys.modules))  # the Task tool's calls: not used

@@ -15,7 +15,7 @@ import pytest
 from mcp_subagents.cli import main
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.runtime.service import TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
 from mcp_subagents.tasks.control import ControlError, request_stop
 
 from .fakes.fake_llm import FakeLLM, tool_use, turn
@@ -116,7 +116,7 @@ async def test_tail_follows_a_running_task_and_stop_reaches_the_server_that_runs
         return text("never")
 
     async with running_app(settings, model=FunctionModel(respond)) as app:
-        record = app.launch(TaskArguments(description="long job", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="long job", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await asked_twice.wait()
         fifo = settings.state_dir / "control" / str(app.tasks.control_name)

@@ -21,7 +21,8 @@ from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
-from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
+from mcp_subagents.runtime.service import Subagents
 
 from .support import MODES, make_settings, text_of
 
@@ -107,7 +108,7 @@ async def test_a_failed_task_marks_its_span_and_its_open_model_request_as_errors
 
     app = Subagents(make_settings(tmp_path), model=FunctionModel(overloaded), environ={}, tracer_provider=provider)
     async with app.running():
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
     (agent,) = by_operation(exporter.get_finished_spans(), "invoke_agent")

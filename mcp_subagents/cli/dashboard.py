@@ -10,7 +10,8 @@ import anyio
 
 from ..config.settings import Settings
 from ..core.errors import ConfigError
-from ..runtime.service import Subagents, TaskArguments
+from ..runtime.request import TaskRequest
+from ..runtime.service import Subagents
 from ..serve.dashboard import Dashboard, Resumer, open_socket
 from ..tasks.files import find_task
 from ..tasks.transcripts import read_summary
@@ -25,7 +26,7 @@ def resumer(app: Subagents) -> Resumer:
     async def resume(task_id: str, prompt: str) -> str:
         summary = read_summary(find_task(app.settings.state_dir, task_id))
         owner = summary.header.owner if summary is not None else ""
-        arguments = TaskArguments(
+        arguments = TaskRequest(
             description="resumed from the dashboard", prompt=prompt, subagent_type="", resume=task_id
         )
         record = app.launch(arguments, principal=owner)

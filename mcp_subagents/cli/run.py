@@ -14,7 +14,8 @@ from ..core.errors import ConfigError, SubagentsError
 from ..core.processes import harden_server_process, kill_descendants
 from ..render import outcome_text, task_error
 from ..render.inert import inert
-from ..runtime.service import Subagents, TaskArguments
+from ..runtime.request import TaskRequest
+from ..runtime.service import Subagents
 from .terminal import PlainProgress, StatusLine, person_report, resume_hint
 
 INTERRUPTED = 130
@@ -52,7 +53,7 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
     err = sys.stderr
     app = Subagents(settings)
     async with app.running():
-        arguments = TaskArguments(
+        arguments = TaskRequest(
             description="run from the shell", prompt=prompt, subagent_type=agent or "", resume=resume
         )
         try:

@@ -7,7 +7,7 @@ drift apart.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 BUILTIN_TOOL_NAMES: Final[tuple[str, ...]] = ("Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite")
 """The subagent's built-in tools, in the order Claude Code lists them."""
@@ -19,6 +19,7 @@ AGENT_TOOLS: Final[frozenset[str]] = frozenset({"Task", "Agent"})
 NESTED_TOOL_NAME: Final = "Task"
 """The name of the tool a subagent launches nested subagents with."""
 
+ModelAlias: TypeAlias = Literal["sonnet", "opus", "haiku", "fable"]
 MODEL_ALIASES: Final[Mapping[str, str]] = {
     "sonnet": "claude-sonnet-5-5",
     "opus": "claude-opus-5-5",
@@ -27,6 +28,7 @@ MODEL_ALIASES: Final[Mapping[str, str]] = {
 }
 """Claude Code's model aliases and the model ids they stand for."""
 TASK_MODEL_CHOICES: Final[tuple[str, ...]] = tuple(MODEL_ALIASES)
+assert TASK_MODEL_CHOICES == get_args(ModelAlias)
 
 EffortLevel: TypeAlias = Literal["low", "medium", "high", "xhigh", "max"]
 EFFORT_LEVELS: Final[tuple[EffortLevel, ...]] = ("low", "medium", "high", "xhigh", "max")

@@ -35,14 +35,14 @@ from ..render import (
     task_error,
 )
 from ..render.inert import inert
-from ..runtime.service import Subagents, TaskArguments
+from ..runtime.service import Subagents
 from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
 from .caller import principal_of
 from .elicitation import Elicitor, answer_of, permission_request
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
 from .root_policy import confine_roots
 from .roots import ROOTS_INPUT_KEY, ConnectionRoots, host_roots, roots_from_response, roots_request
-from .schemas import task_schema, validate_arguments
+from .schemas import parse_task
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +79,7 @@ class TaskCalls:
         app = self.app
         arguments = dict(params.arguments or {})
         catalog = await app.catalog_for_task(arguments.get("subagent_type"))
-        validate_arguments("Task", task_schema(list(catalog.names())), arguments)
-        args = TaskArguments(**arguments)
+        args = parse_task(arguments, list(catalog.names()))
         state = _round_state(params.request_state)
         responses = params.input_responses or {}
         if state is not None and state.task is not None:

@@ -1,134 +1,141 @@
-"""Input schemas of Task, TaskOutput and TaskStop, and argument validation with messages that name the field."""
+"""The inputs of Task, TaskOutput and TaskStop: pydantic models that give both the JSON schema the host sees and the
+validation of what it sends, with messages that name the field."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import InvalidArgumentsError, UnknownAgentError
 from ..core.json_values import JsonObject
-from ..core.names import EFFORT_LEVELS
-from ..models.resolve import TASK_MODEL_CHOICES
-
-if TYPE_CHECKING:
-    from jsonschema.exceptions import ValidationError
+from ..runtime.request import TaskRequest
 
 TASK_OUTPUT_MAX_TIMEOUT_MS = 600_000
 TASK_OUTPUT_DEFAULT_TIMEOUT_MS = 30_000
 
+Input = TypeVar("Input", bound=BaseModel)
+
+
+class TaskOutputInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    task_id: str = Field(description="The task ID to get output from")
+    block: bool = Field(default=True, description="Whether to wait for completion")
+    timeout: float = Field(
+        default=TASK_OUTPUT_DEFAULT_TIMEOUT_MS, ge=0, le=TASK_OUTPUT_MAX_TIMEOUT_MS, description="Max wait time in ms"
+    )
+
+
+class TaskStopInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    task_id: str | None = Field(default=None, description="The ID of the background task to stop")
+    shell_id: str | None = Field(default=None, description="Deprecated: use task_id instead")
+
+    @property
+    def target(self) -> str:
+        """The task to stop, by either name.
+
+        Raises:
+            InvalidArgumentsError: neither is given.
+        """
+        chosen = self.task_id or self.shell_id
+        if not chosen:
+            raise InvalidArgumentsError("Missing required parameter: task_id")
+        return chosen
+
 
 def task_schema(agent_names: Sequence[str]) -> JsonObject:
-    return {
-        "type": "object",
-        "properties": {
-            "description": {"type": "string", "description": "A label of three to five words for the task"},
-            "prompt": {"type": "string", "description": "The instructions the subagent works from"},
-            "subagent_type": {
-                "type": "string",
-                "enum": list(agent_names),
-                "description": "Which agent type runs the task",
-            },
-            "model": {
-                "type": "string",
-                "enum": list(TASK_MODEL_CHOICES),
-                "description": "Optional model for this agent; overrides the agent definition's model.",
-            },
-            "resume": {
-                "type": "string",
-                "description": "Optional task id of an earlier task to continue; the prompt becomes its next turn.",
-            },
-            "run_in_background": {
-                "type": "boolean",
-                "description": "Run in the background and return a task id at once; read the result with TaskOutput.",
-            },
-            "max_turns": {
-                "type": "integer",
-                "exclusiveMinimum": 0,
-                "description": "Optional cap on model requests for this task and the subagents it launches, together.",
-            },
-            "effort": {
-                "type": "string",
-                "enum": list(EFFORT_LEVELS),
-                "description": "Optional effort for this agent; overrides the agent definition's effort (default "
-                "medium). Higher effort thinks longer and costs more.",
-            },
-            "isolation": {
-                "type": "string",
-                "enum": ["worktree"],
-                "description": '"worktree" runs the agent in its own git worktree on a new branch, so its edits do not '
-                "touch the checkout; the worktree is kept (and named in the result) if it changed something.",
-            },
-        },
-        "required": ["description", "prompt", "subagent_type"],
-        "additionalProperties": False,
-    }
+    """Task's input schema, with the agents a host may name."""
+    schema = dict(host_schema(TaskRequest))
+    properties = dict(cast("Mapping[str, Any]", schema["properties"]))
+    properties["subagent_type"] = {**properties["subagent_type"], "enum": list(agent_names)}
+    schema["properties"] = properties
+    return schema
 
 
-TASK_OUTPUT_SCHEMA: JsonObject = {
-    "type": "object",
-    "properties": {
-        "task_id": {"type": "string", "description": "The task ID to get output from"},
-        "block": {"type": "boolean", "default": True, "description": "Whether to wait for completion"},
-        "timeout": {
-            "type": "number",
-            "minimum": 0,
-            "maximum": TASK_OUTPUT_MAX_TIMEOUT_MS,
-            "default": TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
-            "description": "Max wait time in ms",
-        },
-    },
-    "required": ["task_id"],
-    "additionalProperties": False,
-}
-
-TASK_STOP_SCHEMA: JsonObject = {
-    "type": "object",
-    "properties": {
-        "task_id": {"type": "string", "description": "The ID of the background task to stop"},
-        "shell_id": {"type": "string", "description": "Deprecated: use task_id instead"},
-    },
-    "additionalProperties": False,
-}
+def task_output_schema() -> JsonObject:
+    return host_schema(TaskOutputInput)
 
 
-def validate_arguments(tool: str, schema: JsonObject, arguments: dict[str, Any]) -> None:
-    """Check arguments against a tool's schema.
+def task_stop_schema() -> JsonObject:
+    return host_schema(TaskStopInput)
+
+
+@cache
+def host_schema(model: type[BaseModel]) -> JsonObject:
+    """The model's JSON schema as a host shows it to its model: no titles, an optional field as its own type (not
+    "this or null"), no null default. Cached; callers must not change it."""
+    schema = model.model_json_schema()
+    properties: dict[str, Any] = {}
+    for name, raw in cast("dict[str, dict[str, Any]]", schema.get("properties", {})).items():
+        prop = {key: value for key, value in raw.items() if key != "title"}
+        branches = [branch for branch in prop.pop("anyOf", []) if branch.get("type") != "null"]
+        if len(branches) == 1:
+            prop = {**branches[0], **prop}
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+        if "const" in prop:  # a one-value Literal: written as the enum the other choices are
+            prop["enum"] = [prop.pop("const")]
+        properties[name] = prop
+    shaped: JsonObject = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        shaped["required"] = list(schema["required"])
+    shaped["additionalProperties"] = False
+    return shaped
+
+
+def parse_task(arguments: Mapping[str, Any], agent_names: Sequence[str]) -> TaskRequest:
+    """The host's Task arguments, checked.
 
     Raises:
-        UnknownAgentError: Task's subagent_type is not a loaded agent.
-        InvalidArgumentsError: anything else, naming the field and what it accepts.
+        InvalidArgumentsError: naming each bad field and what it accepts.
+        UnknownAgentError: `subagent_type` names no loaded agent.
     """
-    from jsonschema import Draft202012Validator  # 30 ms to import: not on the start-up path
-
-    validator: Any = Draft202012Validator(schema)
-    found: list[ValidationError] = list(validator.iter_errors(arguments))
-    errors = sorted(found, key=lambda e: [str(part) for part in e.absolute_path])
-    if not errors:
-        return
-    first = errors[0]
-    if tool == "Task" and list(first.absolute_path) == ["subagent_type"] and first.validator == "enum":
-        raise UnknownAgentError(str(first.instance), list(schema["properties"]["subagent_type"]["enum"]))
-    problems = "; ".join(_describe(error, schema) for error in errors)
-    raise InvalidArgumentsError(f"Invalid arguments for {tool}: {problems}")
+    request = parse_arguments("Task", TaskRequest, arguments)
+    if request.subagent_type not in agent_names:
+        raise UnknownAgentError(request.subagent_type, list(agent_names))
+    return request
 
 
-def _describe(error: ValidationError, schema: JsonObject) -> str:
-    field = ".".join(str(part) for part in error.absolute_path)
-    properties: JsonObject = schema.get("properties", {})
-    instance: Any = error.instance
-    expected: Any = error.validator_value
-    match error.validator:
-        case "required":
-            missing = error.message.split("'")[1] if "'" in error.message else error.message
-            return f"missing required parameter '{missing}'"
-        case "additionalProperties":
-            given = cast("dict[str, Any]", instance) if isinstance(instance, dict) else {}
-            extra = ", ".join(repr(name) for name in sorted(set(given) - set(properties)))
-            return f"unknown parameter(s) {extra}; allowed parameters: {', '.join(properties)}"
-        case "enum":
-            allowed = ", ".join(str(value) for value in cast("list[Any]", expected))
-            return f"'{field}' must be one of: {allowed} (got {instance!r})"
-        case "type":
-            return f"'{field}' must be of type {expected} (got {type(instance).__name__})"
-        case _:
-            return f"'{field}': {error.message}" if field else error.message
+def parse_arguments(tool: str, model: type[Input], arguments: Mapping[str, Any]) -> Input:
+    """`arguments` as the tool's input model.
+
+    Raises:
+        InvalidArgumentsError: naming each bad field and what it accepts.
+    """
+    try:
+        return model.model_validate(dict(arguments))
+    except ValidationError as exc:
+        properties = cast("Mapping[str, JsonObject]", host_schema(model)["properties"])
+        problems = _problems(exc, properties)
+        raise InvalidArgumentsError(f"Invalid arguments for {tool}: {'; '.join(problems)}") from None
+
+
+def _problems(exc: ValidationError, properties: Mapping[str, JsonObject]) -> list[str]:
+    errors = sorted(exc.errors(), key=lambda error: [str(part) for part in error.get("loc", ())])
+    unknown = [str(error["loc"][0]) for error in errors if error["type"] == "extra_forbidden" and error["loc"]]
+    found = [_describe(error, properties) for error in errors if error["type"] != "extra_forbidden"]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        found.append(f"unknown parameter(s) {names}; allowed parameters: {', '.join(properties)}")
+    return found
+
+
+def _describe(error: Mapping[str, Any], properties: Mapping[str, JsonObject]) -> str:
+    location: tuple[Any, ...] = error.get("loc", ())
+    field = str(location[0]) if location else ""
+    given: Any = error.get("input")
+    prop: JsonObject = properties.get(field, {})
+    kind = str(error.get("type", ""))
+    if kind == "missing":
+        return f"missing required parameter '{field}'"
+    if kind in ("literal_error", "enum"):
+        allowed = ", ".join(str(value) for value in cast("list[Any]", prop.get("enum", [])))
+        return f"'{field}' must be one of: {allowed} (got {given!r})"
+    if kind.endswith("_type") and "type" in prop:
+        return f"'{field}' must be of type {prop['type']} (got {type(given).__name__})"
+    return f"'{field}': {error.get('msg', 'invalid')}" if field else str(error.get("msg", "invalid"))

@@ -16,7 +16,7 @@ from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from ..core.errors import InvalidArgumentsError, SubagentsError
+from ..core.errors import SubagentsError
 from ..core.version import __version__
 from ..core.well_formed import well_formed_values
 from ..definitions import Catalog
@@ -36,11 +36,12 @@ from .caller import principal_of
 from .host_connection import set_log_level
 from .notifications import ToolListNotifier
 from .schemas import (
-    TASK_OUTPUT_DEFAULT_TIMEOUT_MS,
-    TASK_OUTPUT_SCHEMA,
-    TASK_STOP_SCHEMA,
+    TaskOutputInput,
+    TaskStopInput,
+    parse_arguments,
+    task_output_schema,
     task_schema,
-    validate_arguments,
+    task_stop_schema,
 )
 
 # What answers the tool calls (and the task engine behind it) loads at the first call or in the warm-up after the
@@ -208,14 +209,14 @@ def _tools(app: Subagents, catalog: Catalog, *, apps: bool = False) -> list[type
         types.Tool(
             name="TaskOutput",
             description=TASK_OUTPUT_DESCRIPTION,
-            input_schema=TASK_OUTPUT_SCHEMA,
+            input_schema=task_output_schema(),
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
             _meta={MAX_RESULT_SIZE: result_size, **view},
         ),
         types.Tool(
             name="TaskStop",
             description=TASK_STOP_DESCRIPTION,
-            input_schema=TASK_STOP_SCHEMA,
+            input_schema=task_stop_schema(),
             annotations=types.ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False),
         ),
     ]
@@ -244,11 +245,10 @@ def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
 async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
     from ..render.status import status_text
 
-    validate_arguments("TaskOutput", TASK_OUTPUT_SCHEMA, arguments)
-    record = app.tasks.get(str(arguments["task_id"]), principal=principal)
-    if arguments.get("block", True) and not record.finished:
-        timeout_ms = float(arguments.get("timeout", TASK_OUTPUT_DEFAULT_TIMEOUT_MS))
-        await app.tasks.wait(record, min(timeout_ms / 1000, app.settings.foreground_deadline))
+    request = parse_arguments("TaskOutput", TaskOutputInput, arguments)
+    record = app.tasks.get(request.task_id, principal=principal)
+    if request.block and not record.finished:
+        await app.tasks.wait(record, min(request.timeout / 1000, app.settings.foreground_deadline))
     text = status_text(
         record,
         queue=app.tasks.queue_position(record),
@@ -262,11 +262,8 @@ async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal
 async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
     from ..render.status import already_finished_text, stop_pending_text, stopped_text
 
-    validate_arguments("TaskStop", TASK_STOP_SCHEMA, arguments)
-    task_id = arguments.get("task_id") or arguments.get("shell_id")
-    if not task_id:
-        raise InvalidArgumentsError("Missing required parameter: task_id")
-    record = app.tasks.get(str(task_id), principal=principal)
+    request = parse_arguments("TaskStop", TaskStopInput, arguments)
+    record = app.tasks.get(request.target, principal=principal)
     if record.finished:
         return _text(already_finished_text(record))
     await app.tasks.stop(record.id)

@@ -26,7 +26,8 @@ from ..tools.base import Tool
 from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_agents, nested_task_tool, wants_task_tool
 
 if TYPE_CHECKING:
-    from .service import Subagents, TaskArguments
+    from .request import TaskRequest
+    from .service import Subagents
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class Extender:
     """Opens, for one run of `definition`, what its extension points hold: its worktree, its MCP servers, its
     nested Task tool, its hooks."""
 
-    def __init__(self, app: Subagents, definition: AgentDefinition, args: TaskArguments, record: TaskRecord) -> None:
+    def __init__(self, app: Subagents, definition: AgentDefinition, args: TaskRequest, record: TaskRecord) -> None:
         self.app = app
         self.definition = definition
         self.args = args
@@ -242,7 +243,7 @@ class Extender:
 
     def _launcher(self, roots: tuple[Path, ...], place: RunPlace, allowed: frozenset[str]) -> Launcher:
         from ..render import outcome_text
-        from .service import TaskArguments
+        from .request import TaskRequest
 
         app, parent = self.app, self.record
 
@@ -250,7 +251,7 @@ class Extender:
             if arguments.subagent_type not in allowed:
                 names = ", ".join(sorted(allowed))
                 raise ToolError(f"This agent may not launch '{arguments.subagent_type}'. It may launch: {names}")
-            task = TaskArguments(
+            task = TaskRequest(
                 description=arguments.description,
                 prompt=arguments.prompt,
                 subagent_type=arguments.subagent_type,

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..core.json_values import JsonObject
-from ..core.names import AGENT_TOOLS, EFFORT_LEVELS, NESTED_TOOL_NAME, EffortLevel
+from ..core.names import AGENT_TOOLS, EFFORT_LEVELS, NESTED_TOOL_NAME, EffortLevel, ModelAlias
 from ..definitions import AgentDefinition, tool_base_name
 from ..models.resolve import TASK_MODEL_CHOICES
 from ..tools.base import Tool, ToolContext, ToolInput, input_schema
@@ -25,7 +25,9 @@ class NestedTaskInput(ToolInput):
     description: str = Field(description="A label of three to five words for the task")
     prompt: str = Field(description="The instructions the subagent works from")
     subagent_type: str = Field(description="Which agent type runs the task")
-    model: str | None = Field(default=None, description="Optional model for this agent; overrides its definition's")
+    model: ModelAlias | None = Field(
+        default=None, description="Optional model for this agent; overrides its definition's"
+    )
     effort: EffortLevel | None = Field(default=None, description="Optional effort for this agent (default medium)")
     max_turns: int | None = Field(
         default=None,

@@ -41,6 +41,7 @@ from ..definitions.trust import untrusted_source, without_plugin_extras
 from ..models.providers import MISSING_PROVIDER_MESSAGE, ProviderConfig, create_model, provider_config
 from ..models.resolve import MODEL_ALIASES, MODEL_HINT, resolve_model_id
 from ..tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES, builtin_tools
+from .request import TaskRequest
 
 # The task engine (the manager, the loop, the conversation model, transcripts, prices) loads when a task first needs
 # it, or in the warm-up after the host first lists the tools: not on the way to that first answer.
@@ -86,7 +87,6 @@ TASK_ENGINE_MODULES = (
 the warm-up, before the provider's SDK."""
 
 FIRST_RUN_MODULES = (
-    "jsonschema",
     "mcp_subagents.agent.setup",
     "mcp_subagents.runtime.extensions",  # hooks, per-agent MCP servers, the nested Task tool
     "mcp_subagents.tools.web_search",
@@ -156,21 +156,6 @@ def check_settings_files(settings_files: ClaudeSettingsFiles) -> ClaudeSettings:
                 flag = "--settings" if file.level == "flag" else "--policy-file"
                 raise ConfigError(f"{flag} {problems[0]}")
     return snapshot
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskArguments:
-    """A validated Task call."""
-
-    description: str
-    prompt: str
-    subagent_type: str
-    model: str | None = None
-    resume: str | None = None
-    run_in_background: bool = False
-    max_turns: int | None = None
-    effort: str | None = None
-    isolation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -633,7 +618,7 @@ class Subagents:
 
     def launch(
         self,
-        args: TaskArguments,
+        args: TaskRequest,
         *,
         catalog: Catalog | None = None,
         roots: tuple[Path, ...] = (),
@@ -727,7 +712,7 @@ class Subagents:
     async def _run_task(
         self,
         definition: AgentDefinition,
-        args: TaskArguments,
+        args: TaskRequest,
         roots: tuple[Path, ...],
         history: Sequence[Message],
         record: TaskRecord,
@@ -792,7 +777,7 @@ class Subagents:
     def _prepare_run(
         self,
         definition: AgentDefinition,
-        args: TaskArguments,
+        args: TaskRequest,
         roots: tuple[Path, ...],
         record: TaskRecord,
         *,
@@ -959,7 +944,7 @@ class Subagents:
             protected_files=settings_files,
         )
 
-    def _model_id(self, definition: AgentDefinition, args: TaskArguments) -> str:
+    def _model_id(self, definition: AgentDefinition, args: TaskRequest) -> str:
         """The model the task runs on.
 
         Raises:

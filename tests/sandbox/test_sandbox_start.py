@@ -17,7 +17,8 @@ from mcp import Client
 from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
+from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.sandbox import SandboxRuntime
 
 from ..support import make_settings, running_app
@@ -95,7 +96,7 @@ async def test_a_task_that_comes_before_any_tools_list_sets_the_sandbox_up_first
     settings = make_settings(tmp_path, sandbox="auto", model="claude-sonnet-4-6")
     async with running_app(settings, model=model) as app:
         assert report.lines == []
-        record = app.launch(TaskArguments(description="d", prompt="p", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="d", prompt="p", subagent_type="general-purpose"))
         with anyio.fail_after(30):
             await record.done.wait()
     assert record.outcome is not None and record.outcome.state == "completed"

@@ -12,7 +12,7 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.runtime.service import TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
 
 from ..support import make_settings, running_app
 
@@ -31,8 +31,8 @@ async def test_garbage_in_the_fifo_stops_nothing_and_a_valid_request_still_works
 
     settings = make_settings(tmp_path)
     async with running_app(settings, model=FunctionModel(respond)) as app:
-        record = app.launch(TaskArguments(description="victim", prompt="victim", subagent_type="general-purpose"))
-        sentinel = app.launch(TaskArguments(description="sentinel", prompt="other", subagent_type="general-purpose"))
+        record = app.launch(TaskRequest(description="victim", prompt="victim", subagent_type="general-purpose"))
+        sentinel = app.launch(TaskRequest(description="sentinel", prompt="other", subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await waiting["victim"].wait()
             await waiting["sentinel"].wait()

@@ -12,7 +12,8 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, text, tool_call
-from mcp_subagents.runtime.service import Subagents, TaskArguments
+from mcp_subagents.runtime.request import TaskRequest
+from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.serve.dashboard import HOST, open_socket
 from mcp_subagents.tasks.record import TaskRecord
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def running_task(app: Subagents, waiting: anyio.Event) -> TaskRecord:
-    record = app.launch(TaskArguments(description="victim", prompt="p", subagent_type="general-purpose"))
+    record = app.launch(TaskRequest(description="victim", prompt="p", subagent_type="general-purpose"))
     with anyio.fail_after(10):
         await waiting.wait()
     return record
