@@ -46,7 +46,7 @@ class Tree:
         self.managed = self.settings.managed_settings_file
 
     def files(self, **overrides: Any) -> ClaudeSettingsFiles:
-        from mcp_subagents.runtime.service import settings_locations
+        from mcp_subagents.runtime.sources import settings_locations
 
         return ClaudeSettingsFiles(settings_locations(self.with_flag(**overrides)))
 

@@ -14,7 +14,7 @@ from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.definitions import AgentDefinition
 from mcp_subagents.models.providers import provider_config
 from mcp_subagents.models.resolve import resolve_model_id
-from mcp_subagents.runtime.service import select_tools
+from mcp_subagents.runtime.toolsets import select_tools
 from mcp_subagents.tools import builtin_tools
 
 

@@ -17,7 +17,7 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
     from ..config.trust import ProjectTrust
     from ..definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
     from ..definitions.trust import untrusted_project_warnings
-    from ..runtime.service import definition_sources, settings_locations
+    from ..runtime.sources import definition_sources, settings_locations
     from ..tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
 
     settings_files = ClaudeSettingsFiles(settings_locations(settings))

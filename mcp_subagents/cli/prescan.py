@@ -72,7 +72,7 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
 def _prescan(argv: Sequence[str]) -> int:
     from ..definitions import CatalogLoader
     from ..definitions.cache import CACHE_FILE as LOADER_CACHE_FILE
-    from ..runtime.service import definition_sources
+    from ..runtime.sources import definition_sources
     from .arguments import settings_for_command_line
 
     settings = settings_for_command_line(argv)

@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias
 
+from ..core.guards import BashPlace as BashRuns
 from ..core.json_values import JsonObject
 from .modes import normalize_mode
 from .patterns import Bases, DomainPattern, PathPattern, url_host
@@ -22,8 +22,6 @@ READ_ONLY_TOOLS = frozenset({"Read", "Glob", "Grep", "TodoWrite", "NotebookRead"
 one, as in Claude Code: the subagent's own tool calls are checked like any other."""
 
 _CLIP = 120
-
-BashRuns: TypeAlias = Literal["unconfined", "sandboxed", "outside_sandbox"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

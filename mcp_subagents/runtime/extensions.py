@@ -24,10 +24,10 @@ from ..definitions.trust import untrusted_source
 from ..tasks.record import TaskRecord
 from ..tools.base import Tool
 from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_agents, nested_task_tool, wants_task_tool
+from .request import TaskRequest
 
 if TYPE_CHECKING:
-    from .request import TaskRequest
-    from .service import Subagents
+    from .host import RunHost
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class Extender:
     """Opens, for one run of `definition`, what its extension points hold: its worktree, its MCP servers, its
     nested Task tool, its hooks."""
 
-    def __init__(self, app: Subagents, definition: AgentDefinition, args: TaskRequest, record: TaskRecord) -> None:
+    def __init__(self, app: RunHost, definition: AgentDefinition, args: TaskRequest, record: TaskRecord) -> None:
         self.app = app
         self.definition = definition
         self.args = args
@@ -243,7 +243,6 @@ class Extender:
 
     def _launcher(self, roots: tuple[Path, ...], place: RunPlace, allowed: frozenset[str]) -> Launcher:
         from ..render import outcome_text
-        from .request import TaskRequest
 
         app, parent = self.app, self.record
 

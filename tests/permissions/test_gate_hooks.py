@@ -11,9 +11,10 @@ from mcp_subagents.core.errors import ToolError
 from mcp_subagents.core.hook_points import HookPermission
 from mcp_subagents.core.messages import ToolCall
 from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, Denial, PermissionQuestion
-from mcp_subagents.permissions.gate import PermissionGate
+from mcp_subagents.permissions.gate import PermissionGuard
 from mcp_subagents.permissions.policy import PermissionPolicy
 from mcp_subagents.permissions.rules import PermissionRules
+from mcp_subagents.runtime.gates import RunGate
 from mcp_subagents.tools import builtin_tools
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +37,7 @@ class Person:
 async def check(
     policy: PermissionPolicy, tool: str, arguments: dict[str, object], hint: HookPermission, person: Person
 ) -> str:
-    gate = PermissionGate(policy, agent="a", ask=person, denials=list[Denial]())
+    gate = RunGate([PermissionGuard({"unconfined": policy}, agent="a", ask=person)], denials=list[Denial]())
     try:
         await gate(ToolCall(id="1", name=tool, arguments=arguments), TOOLS[tool], hint)
     except ToolError as exc:
