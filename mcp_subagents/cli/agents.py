@@ -8,17 +8,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..config.claude_settings import ClaudeSettingsFiles
 from ..config.settings import Settings
+from ..config.trust import ProjectTrust, untrusted_agent_file
+from ..core.names import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
+from ..definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
+from ..definitions.trust import untrusted_project_warnings
 from ..render.inert import inert
+from ..runtime.sources import definition_sources, settings_locations
+from .validate import validate_paths
 
 
 def list_agents(settings: Settings, *, as_json: bool) -> None:
-    from ..config.claude_settings import ClaudeSettingsFiles
-    from ..config.trust import ProjectTrust
-    from ..definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
-    from ..definitions.trust import untrusted_project_warnings
-    from ..runtime.sources import definition_sources, settings_locations
-    from ..tools import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
 
     settings_files = ClaudeSettingsFiles(settings_locations(settings))
     catalog = CatalogLoader(definition_sources(settings, settings_files)).load()
@@ -66,9 +67,6 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
 
 
 def validate_command(paths: Sequence[Path], settings: Settings) -> int:
-    from ..config.trust import ProjectTrust, untrusted_agent_file
-    from ..tools import BUILTIN_TOOL_NAMES
-    from .validate import validate_paths
 
     trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
     problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import logging
 import os
@@ -11,13 +12,13 @@ from collections.abc import Sequence
 
 from ..config.settings import (
     AGENT_SERVER_MARKER,
+    Settings,
     settings_from,
 )
 from ..core.errors import ConfigError
 from ..render.inert import inert
-from .agents import list_agents, validate_command
 from .arguments import ALL_OPTIONS, build_parser, with_command
-from .serve import serve_command
+from .prescan import CatalogPrescan, start_prescan
 
 THREAD_SWITCH_INTERVAL = 0.001
 """Seconds a thread waits at most for the interpreter while another holds it (Python's default is 0.005). Tool
@@ -37,6 +38,21 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _main(argv: Sequence[str] | None) -> None:
     argv = with_command(sys.argv[1:] if argv is None else argv)
     namespace = build_parser(argv).parse_args(argv)
+    settings = _settings(namespace)
+    prescan = None
+    if namespace.command == "serve":
+        # Start-up builds ~130,000 objects (the MCP SDK's modules and models, ours) that nearly all live as long as
+        # the process: the collector's passes over them while they are built cost about a tenth of the start-up and
+        # find a few thousand objects (with 2000 agent files), which the freeze then keeps for good. It runs again
+        # once start-up is frozen (`serve_command`).
+        gc.disable()
+        prescan = start_prescan(settings, argv)  # before the imports below, which it runs beside
+    _log_to_stderr(settings, quiet=namespace.command == "run" and namespace.log_level is None)
+    sys.setswitchinterval(THREAD_SWITCH_INTERVAL)
+    _run_command(namespace, settings, prescan)
+
+
+def _settings(namespace: argparse.Namespace) -> Settings:
     if namespace.command in ("serve", "run") and os.environ.get(AGENT_SERVER_MARKER):
         print(
             "mcp-subagents: refusing to start: an agent of another mcp-subagents server started this one as its MCP "
@@ -46,20 +62,13 @@ def _main(argv: Sequence[str] | None) -> None:
         )
         raise SystemExit(2)
     try:
-        settings = settings_from(namespace, ALL_OPTIONS)
+        return settings_from(namespace, ALL_OPTIONS)
     except ConfigError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         raise SystemExit(2) from None
-    prescan = None
-    if namespace.command == "serve":
-        # Start-up builds ~130,000 objects (the MCP SDK's modules and models, ours) that nearly all live as long as
-        # the process: the collector's passes over them while they are built cost about a tenth of the start-up and
-        # find a few thousand objects (with 2000 agent files), which the freeze then keeps for good. It runs again
-        # once start-up is frozen (`_serve`).
-        gc.disable()
-        from .prescan import start_prescan
 
-        prescan = start_prescan(settings, argv)  # before the imports below, which it runs beside
+
+def _log_to_stderr(settings: Settings, *, quiet: bool) -> None:
     # Log notifications and roots are deprecated in the 2026 protocol era but still what 2025-era hosts use.
     from mcp import MCPDeprecationWarning
 
@@ -72,19 +81,28 @@ def _main(argv: Sequence[str] | None) -> None:
         # writing it cost 5 % of the server's CPU with many Tasks at once. Their warnings still show.
         for name in ("httpx", "httpx2"):
             logging.getLogger(name).setLevel(logging.WARNING)
-    if namespace.command == "run" and namespace.log_level is None and "MCP_SUBAGENTS_LOG_LEVEL" not in os.environ:
+    if quiet and "MCP_SUBAGENTS_LOG_LEVEL" not in os.environ:
         logging.getLogger().setLevel(logging.WARNING)  # a person reads the status line, not request logs
-    sys.setswitchinterval(THREAD_SWITCH_INTERVAL)
+
+
+def _run_command(namespace: argparse.Namespace, settings: Settings, prescan: CatalogPrescan | None) -> None:
+    """Each command's module loads when that command runs: `serve` never pays for the others."""
     match namespace.command:
         case "serve":
+            from .serve import serve_command
+
             serve_command(settings, prescan)
         case "run":
             from .run import run_command
 
             raise SystemExit(run_command(settings, namespace.words, resume=namespace.resume, raw=namespace.raw))
         case "agents" if namespace.agents_command == "list":
+            from .agents import list_agents
+
             list_agents(settings, as_json=namespace.json)
         case "agents":
+            from .agents import validate_command
+
             raise SystemExit(validate_command(namespace.paths, settings))
         case "dashboard":
             from .dashboard import dashboard_command
@@ -93,11 +111,13 @@ def _main(argv: Sequence[str] | None) -> None:
         case "tasks":
             from .tasks import tasks_command
 
-            task_id = getattr(namespace, "task_id", None)
-            as_json = getattr(namespace, "json", False)
             try:
                 status = tasks_command(
-                    namespace.tasks_command, settings.state_dir, task_id=task_id, as_json=as_json, out=sys.stdout
+                    namespace.tasks_command,
+                    settings.state_dir,
+                    task_id=getattr(namespace, "task_id", None),
+                    as_json=getattr(namespace, "json", False),
+                    out=sys.stdout,
                 )
             except KeyboardInterrupt:  # leaving `tasks tail` early
                 status = 130

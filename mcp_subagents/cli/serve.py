@@ -16,17 +16,17 @@ import anyio
 
 from ..config.settings import Settings
 from ..core.errors import ConfigError
+from ..core.processes import harden_server_process, kill_descendants
+from ..mcp.notifications import watch_catalog
+from ..mcp.server import build_server
+from ..runtime.service import Subagents
+from ..serve.transports import open_listener, serve
 
 if TYPE_CHECKING:
     from .prescan import CatalogPrescan
 
 
 def serve_command(settings: Settings, prescan: CatalogPrescan | None = None) -> None:
-    from ..core.processes import harden_server_process, kill_descendants
-    from ..mcp.notifications import watch_catalog
-    from ..mcp.server import build_server
-    from ..runtime.service import Subagents
-    from ..serve.transports import open_listener, serve
 
     terminal = settings.transport == "stdio" and sys.stdin.isatty()
 

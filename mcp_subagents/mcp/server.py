@@ -113,74 +113,22 @@ def build_server(app: Subagents) -> SubagentsServer:
 
     `app` must be running (`async with app.running()`) while the server serves.
     """
-    listed = _Listing()
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        # The catalog as last scanned (the watcher rescans it off the loop); its tools are rendered once per catalog
-        # and kind of host. With the watcher off, each list scans anew, in a worker thread.
-        catalog = app.catalog() if app.settings.watch_interval > 0 else await app.refresh_catalog()
-        tools = listed.tools_for(app, catalog, apps=client_supports_apps(ctx))
-        app.warm_up()
-        return types.ListToolsResult(tools=tools)
-
-    async def list_resources(
-        _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[view_resource()])
-
-    async def read_resource(
-        _ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        result = read_view(params.uri)
-        if result is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
-        return result
-
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
-        arguments = dict(params.arguments or {})
-        try:
-            match params.name:
-                case "Task":
-                    return await server.task_calls(ctx, params)
-                case "TaskOutput":
-                    return await _call_task_output(app, arguments, principal_of(ctx.request))
-                case "TaskStop":
-                    return await _call_task_stop(app, arguments, principal_of(ctx.request))
-                case "TaskList":
-                    return _call_task_list(app, principal_of(ctx.request))
-                case _:
-                    return _text(
-                        f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop, TaskList",
-                        is_error=True,
-                    )
-        except SubagentsError as exc:
-            return _text(exc.message, is_error=True)
-        except Exception as exc:
-            logger.exception("tool %s failed", params.name)
-            return _text(f"Internal error in {params.name}: {type(exc).__name__}: {exc}", is_error=True)
-
-    async def set_logging_level(
-        ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
-    ) -> types.EmptyResult:
-        set_log_level(ctx, params.level)
-        return types.EmptyResult()
-
     notifier = ToolListNotifier()
+    handlers = _Handlers(app)
     server = SubagentsServer(
         SERVER_NAME,
         version=__version__,
         instructions="Delegate work to subagents with Task; poll background tasks with TaskOutput; stop with TaskStop.",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_read_resource=handlers.read_resource,
         on_subscriptions_listen=ListenHandler(notifier.bus),
     )
+    handlers.server = server
     # Registered by method name: the constructor's argument for it is deprecated in the 2026 era, but 2025-era
     # hosts still send it. The handler makes the server declare the `logging` capability.
-    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_logging_level)
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, handlers.set_logging_level)
     server.extensions[EXTENSION_ID] = {}  # MCP Apps: the live task view (app_view.py)
     server.notifier = notifier
     server.app = app
@@ -191,6 +139,72 @@ def build_server(app: Subagents) -> SubagentsServer:
     security = RequestStateSecurity.ephemeral(ttl=app.settings.ask_timeout + 60)
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     return server
+
+
+class _Handlers:
+    """What the server answers each request with."""
+
+    def __init__(self, app: Subagents) -> None:
+        self.app = app
+        self.listed = _Listing()
+        self.server: SubagentsServer | None = None
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        # The catalog as last scanned (the watcher rescans it off the loop); its tools are rendered once per catalog
+        # and kind of host. With the watcher off, each list scans anew, in a worker thread.
+        app = self.app
+        catalog = app.catalog() if app.settings.watch_interval > 0 else await app.refresh_catalog()
+        tools = self.listed.tools_for(app, catalog, apps=client_supports_apps(ctx))
+        app.warm_up()
+        return types.ListToolsResult(tools=tools)
+
+    async def list_resources(
+        self, _ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[view_resource()])
+
+    async def read_resource(
+        self, _ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        result = read_view(params.uri)
+        if result is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {params.uri}")
+        return result
+
+    async def call_tool(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
+        try:
+            return await self._call(ctx, params)
+        except SubagentsError as exc:
+            return _text(exc.message, is_error=True)
+        except Exception as exc:
+            logger.exception("tool %s failed", params.name)
+            return _text(f"Internal error in {params.name}: {type(exc).__name__}: {exc}", is_error=True)
+
+    async def _call(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> TaskCallResult:
+        app, arguments = self.app, dict(params.arguments or {})
+        match params.name:
+            case "Task":
+                assert self.server is not None
+                return await self.server.task_calls(ctx, params)
+            case "TaskOutput":
+                return await _call_task_output(app, arguments, principal_of(ctx.request))
+            case "TaskStop":
+                return await _call_task_stop(app, arguments, principal_of(ctx.request))
+            case "TaskList":
+                return _call_task_list(app, principal_of(ctx.request))
+            case _:
+                return _text(
+                    f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop, TaskList",
+                    is_error=True,
+                )
+
+    async def set_logging_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        set_log_level(ctx, params.level)
+        return types.EmptyResult()
 
 
 def _tools(app: Subagents, catalog: Catalog, *, apps: bool = False) -> list[types.Tool]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
@@ -18,18 +17,19 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..agent.loop import Compacted, MessageAppended, ModelResponded, RunResult, ToolFinished, ToolStarted, TurnStarted
-from ..core.errors import BudgetExceededError, SubagentsError, TaskNotFoundError, TurnsSpentError
+from ..agent.loop import Compacted, MessageAppended, ModelResponded, ToolFinished, ToolStarted, TurnStarted
+from ..core.errors import SubagentsError, TaskNotFoundError
 from ..core.messages import Message
 from ..core.principals import LOCAL_PRINCIPAL
-from ..core.processes import ProcessGroups, process_alive
+from ..core.processes import ProcessGroups
 from ..core.redaction import Redactor
-from ..core.state import TASK_ID, AppendFile
+from ..core.state import AppendFile
 from ..models.pricing import ModelPrice
 from ..permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
-from .outcome import FailureKind, RunCounts, TaskOutcome, redacted
+from .endings import cancelled, completed, failed, timed_out
+from .finished import close_interrupted_transcripts, load_finished
+from .outcome import TaskOutcome, redacted
 from .record import (
-    BUDGET_WARNING_SHARE,
     BudgetWarning,
     Job,
     Listener,
@@ -39,10 +39,12 @@ from .record import (
     TaskObserver,
     TaskRecord,
     TurnAllowance,
+    transcript_header,
 )
 from .slots import Lender, Slots
 from .texts import TaskTexts
-from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
+from .transcripts import TranscriptHeader, TranscriptWriter
+from .tree_limits import before_request, budgets_to_warn, check_allowance, check_budgets, pass_cost_up, price_notes
 
 logger = logging.getLogger(__name__)
 
@@ -152,50 +154,15 @@ class TaskManager:
 
     def _load_finished(self, task_id: str) -> TaskRecord | None:
         """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
-        path = self.transcript_path(task_id)
-        if not TASK_ID.match(task_id) or not path.is_file():
-            return None
-        summary = read_summary(path)
-        if summary is None:
-            return None
-        header = summary.header
-        outcome = summary.outcome or TaskOutcome(state="interrupted")
-        record = TaskRecord(
-            id=task_id,
-            agent=header.agent,
-            description=header.description,
-            output_path=self.output_dir / f"{task_id}.output",
-            transcript=TranscriptWriter(path, self._redact),
-            created=header.created,
-            resumed_from=header.resumed_from,
-            owner=header.owner,
-            state=outcome.state,
-            outcome=outcome,
-            parent=header.parent,
-        )
+        record = load_finished(task_id, self.output_dir, self._redact)
         remembered = self._finished.get(task_id)
-        if remembered is not None:
+        if record is not None and remembered is not None:
             record.children = list(remembered.children)
-        record.done.set()
         return record
 
     async def _close_interrupted_transcripts(self, started: float) -> None:
         """Mark tasks an earlier process left running as interrupted, so they report so and can be resumed."""
-
-        def scan() -> list[str]:
-            closed: list[str] = []
-            for path in sorted(self.output_dir.glob("*.jsonl")):
-                summary = read_summary(path)
-                if summary is None or summary.header.created >= started:  # this process's own tasks
-                    continue
-                if _runs_elsewhere(summary.header.pid):  # another live server on this state directory runs it
-                    continue
-                if summary.outcome is None:
-                    TranscriptWriter(path, self._redact).finished(TaskOutcome(state="interrupted"))
-                    closed.append(summary.header.task_id)
-            return closed
-
-        closed = await anyio.to_thread.run_sync(scan)
+        closed = await anyio.to_thread.run_sync(close_interrupted_transcripts, self.output_dir, self._redact, started)
         if closed:
             logger.warning(
                 "%d task(s) were interrupted when the previous server stopped; resume them with Task resume: %s",
@@ -252,45 +219,19 @@ class TaskManager:
         if parent is not None:
             parent.children.append(task_id)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *self._price_notes(record)]
+        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *price_notes(record)]
         self._outputs[task_id] = _output_file(record)
         self._records[task_id] = record
         self._queue.append(task_id)
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
-        opening = partial(self._write_opening, record, self._header(record), tuple(history), lines)
+        opening = partial(
+            self._write_opening, record, transcript_header(record, self.control_name), tuple(history), lines
+        )
         self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
         lender = parent.lends if parent is not None else None
         self._group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
         return record
-
-    def _header(self, record: TaskRecord) -> TranscriptHeader:
-        return TranscriptHeader(
-            task_id=record.id,
-            agent=record.agent,
-            description=record.description,
-            created=record.created,
-            resumed_from=record.resumed_from,
-            owner=record.owner,
-            parent=record.parent,
-            model=record.model,
-            budget_usd=record.budget.usd if record.budget else None,
-            pid=os.getpid(),
-            control=self.control_name,
-        )
-
-    def _price_notes(self, record: TaskRecord) -> list[str]:
-        """The output file's line (also logged) saying that the task's model, which has no price, is counted at the
-        dearest known price because a budget applies; none otherwise."""
-        price = record.price
-        if price is None or price.basis != "ceiling":
-            return []
-        note = (
-            f"[budget] priced as the dearest known model, ${price.input:g}/${price.output:g} per million tokens, "
-            f"because {record.model or 'this model'} has no price"
-        )
-        logger.warning("task %s: %s", record.id, note.removeprefix("[budget] "))
-        return [note + "\n"]
 
     async def _open_files(self, record: TaskRecord, opening: Callable[[], None]) -> None:
         """Create the task's files in a worker thread and write their first lines; `record.opened` is set after,
@@ -496,7 +437,7 @@ class TaskManager:
         finally:
             with anyio.CancelScope(shield=True):
                 await record.opened.wait()
-            self._finish(record, outcome or self._cancelled(record))
+            self._finish(record, outcome or cancelled(record))
 
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
         await record.opened.wait()
@@ -512,16 +453,18 @@ class TaskManager:
             with anyio.CancelScope(deadline=now + self.limits.idle_timeout) as idle:
                 record.idle = idle
                 try:
-                    self._check_allowance(record)  # a tree that has spent it starts nothing: no servers, no hooks
-                    self._check_budgets(record)
+                    check_allowance(
+                        self.lineage(record)
+                    )  # a tree that has spent it starts nothing: no servers, no hooks
+                    check_budgets(record, self.lineage(record))
                     result = await job(record, partial(self._on_event, record))
                 except Exception as exc:
-                    return self._failed(record, exc)
+                    return failed(record, exc)
                 finally:
                     record.idle = None
-                return self._completed(record, result)
-            return self._timed_out(record, "idle", self.limits.idle_timeout)
-        return self._timed_out(record, "wall_clock", self.limits.task_timeout)
+                return completed(record, result)
+            return timed_out(record, "idle", self.limits.idle_timeout)
+        return timed_out(record, "wall_clock", self.limits.task_timeout)
 
     async def _on_event(self, record: TaskRecord, event: TaskEvent) -> None:
         """Raises:
@@ -529,7 +472,7 @@ class TaskManager:
             response just received spent the last of a budget; the run ends with it.
         """
         if isinstance(event, TurnStarted):
-            self._before_request(record)
+            before_request(record, self.lineage(record))
         self._keep_busy(record)
         spent = self._track(record, event)
         if spent:
@@ -546,8 +489,9 @@ class TaskManager:
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
         if spent:
-            self._check_budgets(record)
-            await self._warn_budgets(record)
+            check_budgets(record, self.lineage(record))
+            for holder, spent, budget in budgets_to_warn(self.lineage(record)):
+                await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
 
     def _keep_busy(self, record: TaskRecord) -> None:
         """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
@@ -588,69 +532,6 @@ class TaskManager:
             self._write_transcript(record.transcript.notice, "budget_warning", self._texts.budget_warning(event))
         return False
 
-    def _before_request(self, record: TaskRecord) -> None:
-        """A model request is about to be made: it needs a turn of every `max_turns` allowance above the task and
-        room in every budget; it takes its turn of each.
-
-        Raises:
-            TurnsSpentError, BudgetExceededError.
-        """
-        self._check_budgets(record)
-        self._check_allowance(record)
-        for holder in self.lineage(record):
-            if holder.turns is not None:
-                holder.turns.used += 1
-
-    def _check_allowance(self, record: TaskRecord) -> None:
-        """Raises:
-        TurnsSpentError: a `max_turns` the task shares with its ancestors has no request left.
-        """
-        for holder in self.lineage(record):
-            if holder.turns is not None and holder.turns.spent:
-                raise TurnsSpentError(limit=holder.turns.limit, holder=holder.id)
-
-    async def _warn_budgets(self, record: TaskRecord) -> None:
-        """Warn once where the holder of a budget above the task (or the task itself) has passed most of it."""
-        for holder in self.lineage(record):
-            budget, spent = holder.budget, holder.cost_usd()
-            if budget is None or budget.holder is not None or spent is None or holder.progress.budget_warned:
-                continue
-            if spent >= budget.usd * BUDGET_WARNING_SHARE:
-                holder.progress.budget_warned = True
-                await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
-
-    def _check_budgets(self, record: TaskRecord) -> None:
-        """Count what the task spent in its ancestors' costs, and end it once it, or the tasks under one of its
-        ancestors, spent that task's budget.
-
-        Raises:
-            BudgetExceededError: the budget of the task or of an ancestor is spent (the loop stops with it, before
-                the next request).
-        """
-        lineage = self.lineage(record)
-        self._pass_cost_up(record, lineage)
-        for holder in lineage:
-            budget, spent = holder.budget, holder.cost_usd()
-            if budget is None or budget.holder is not None or spent is None:
-                continue  # a budget shared with an ancestor is checked on the ancestor: its tree spends it
-            if spent >= budget.usd:
-                raise BudgetExceededError(
-                    budget_usd=budget.usd,
-                    spent_usd=spent,
-                    source=budget.source,
-                    holder=None if holder is record else holder.id,
-                    holder_agent=holder.agent,
-                )
-
-    def _pass_cost_up(self, record: TaskRecord, lineage: Sequence[TaskRecord]) -> None:
-        """Add what the task spent since it last did to the cost of each of its ancestors."""
-        own = record.own_cost_of(record.progress.usage)
-        if own is None or own <= record.progress.cost_passed_up:
-            return
-        for ancestor in lineage[1:]:
-            ancestor.resources.descendant_cost += own - record.progress.cost_passed_up
-        record.progress.cost_passed_up = own
-
     def _record_new_denials(self, record: TaskRecord) -> None:
         """Denials are collected by the permission gate; each new one also goes into the transcript, as it happens."""
         denials = record.resources.denials
@@ -660,90 +541,11 @@ class TaskManager:
 
     # ---- how a task ends --------------------------------------------------------------------------------------------
 
-    def _counts(self, record: TaskRecord) -> RunCounts:
-        progress = record.progress
-        return RunCounts(
-            turns=progress.turn,
-            tool_uses=progress.tool_uses,
-            usage=progress.usage + record.resources.descendant_usage,
-            duration_s=progress.elapsed(),
-            cost_usd=record.cost_usd(),
-        )
-
-    def _completed(self, record: TaskRecord, result: RunResult) -> TaskOutcome:
-        cost = record.cost_of(result.usage)
-        counts = RunCounts(
-            turns=result.turns,
-            tool_uses=result.tool_uses,
-            usage=result.usage + record.resources.descendant_usage,
-            duration_s=result.duration_s,
-            cost_usd=cost,
-        )
-        return TaskOutcome(
-            state="completed",
-            counts=counts,
-            text=result.text,
-            stop=result.stop,
-            stop_reason=result.stop_reason or "",
-            denials=tuple(record.resources.denials),
-        )
-
-    def _failed(self, record: TaskRecord, exc: Exception) -> TaskOutcome:
-        if isinstance(exc, TurnsSpentError):
-            return self._turns_spent(record, exc)
-        if isinstance(exc, BudgetExceededError):
-            shared = exc.holder is not None
-            return TaskOutcome(
-                state="failed",
-                counts=self._counts(record),
-                failure="budget",
-                budget_usd=exc.budget_usd,
-                budget_source=exc.source,
-                budget_task=exc.holder or "",
-                budget_spent_usd=exc.spent_usd if shared else None,
-                denials=tuple(record.resources.denials),
-            )
-        message = exc.message if isinstance(exc, SubagentsError) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, SubagentsError):
-            logger.error("task %s crashed", record.id, exc_info=exc)
-        return TaskOutcome(
-            state="failed",
-            counts=self._counts(record),
-            failure="error",
-            error=message,
-            denials=tuple(record.resources.denials),
-        )
-
-    def _turns_spent(self, record: TaskRecord, exc: TurnsSpentError) -> TaskOutcome:
-        """The tree's `max_turns` ran out: the task stops at a turn limit, as at its own, with what it wrote last."""
-        return TaskOutcome(
-            state="completed",
-            counts=self._counts(record),
-            text=record.progress.last_text,
-            stop="max_turns",
-            turns_allowed=exc.limit,
-            turns_task=exc.holder,
-            denials=tuple(record.resources.denials),
-        )
-
-    def _timed_out(self, record: TaskRecord, which: FailureKind, limit: float) -> TaskOutcome:
-        return TaskOutcome(
-            state="failed",
-            counts=self._counts(record),
-            failure=which,
-            limit_s=limit,
-            denials=tuple(record.resources.denials),
-        )
-
-    def _cancelled(self, record: TaskRecord) -> TaskOutcome:
-        state = "interrupted" if record.stop_requested == "interrupted" else "stopped"
-        return TaskOutcome(state=state, counts=self._counts(record), denials=tuple(record.resources.denials))
-
     def _finish(self, record: TaskRecord, outcome: TaskOutcome) -> None:
         """The only place a task ends: record the outcome, clean up, write the files, wake the waiters."""
         if record.id in self._queue:
             self._queue.remove(record.id)
-        self._pass_cost_up(record, self.lineage(record))  # what its tools spent after its last model response
+        pass_cost_up(record, self.lineage(record))  # what its tools spent after its last model response
         resources = record.resources
         outcome = replace(outcome, worktree=resources.worktree, server_problems=tuple(resources.server_problems))
         outcome = redacted(outcome, self._redact)
@@ -792,7 +594,3 @@ class TaskManager:
 
 def _output_file(record: TaskRecord) -> AppendFile:
     return AppendFile(record.output_path, errors="backslashreplace")
-
-
-def _runs_elsewhere(pid: int | None) -> bool:
-    return pid is not None and pid != os.getpid() and process_alive(pid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from ..permissions.asking import Asker, Denial, OpenQuestions
 from ..tools.base import ProcessGroups
 from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
 from .slots import Lender
-from .transcripts import TranscriptWriter
+from .transcripts import TranscriptHeader, TranscriptWriter
 
 TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
 
@@ -201,3 +202,20 @@ class TaskRecord:
     def own_cost_of(self, usage: Usage) -> float | None:
         """`usage` of the task's model, plus what its tools spent on their own requests; None without a price."""
         return None if self.price is None else self.price.cost(usage) + self.resources.side_spend.cost_usd
+
+
+def transcript_header(record: TaskRecord, control: str | None) -> TranscriptHeader:
+    """The first line of the task's transcript: who and what it is, and how to reach the process that runs it."""
+    return TranscriptHeader(
+        task_id=record.id,
+        agent=record.agent,
+        description=record.description,
+        created=record.created,
+        resumed_from=record.resumed_from,
+        owner=record.owner,
+        parent=record.parent,
+        model=record.model,
+        budget_usd=record.budget.usd if record.budget else None,
+        pid=os.getpid(),
+        control=control,
+    )
