@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..config.settings import Settings
 from ..core.processes import own_module_command
+from .arguments import settings_for_command_line
 
 logger = logging.getLogger(__name__)
 
@@ -70,10 +71,10 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
 
 
 def _prescan(argv: Sequence[str]) -> int:
+    # The server imports this module only to start the child; the loader is the child's work.
     from ..definitions import CatalogLoader
     from ..definitions.cache import CACHE_FILE as LOADER_CACHE_FILE
     from ..runtime.sources import definition_sources
-    from .arguments import settings_for_command_line
 
     settings = settings_for_command_line(argv)
     if settings is None:

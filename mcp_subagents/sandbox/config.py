@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from ..config.claude_settings import merge_settings
 from ..core.errors import ConfigError
 
 
@@ -323,8 +324,6 @@ def sandbox_block(layers: Sequence[tuple[str, Mapping[str, Any]]], *, project_tr
     denied domains and denied paths count, as does a setting that turns the sandbox on or asks more often; what
     would loosen it (`enabled: false`, allowed domains or writes, excluded commands, credentials) is left out.
     """
-    from ..config.claude_settings import merge_settings
-
     blocks: list[Mapping[str, Any]] = []
     for level, settings in layers:
         raw = settings.get("sandbox")
