@@ -1,8 +1,10 @@
 """Every text the host sees, made from data: result envelopes, status, tool descriptions, permission questions.
 
-The task layer stores data (`TaskOutcome`, `TaskRecord`); only the server edge and the CLI call these functions,
-and the task manager for the lines of a task's output file. Each module loads when a name of it is first used: the
-tool descriptions are part of start-up, the results and status texts (and the task types they read) are not.
+The task layer stores data (`TaskOutcome`, `TaskRecord`); the server edge, the CLI and the runtime (a nested Task
+answers its parent in the host's words) call these functions; the task manager gets its output file's lines handed
+in. Each module loads when a name of it is first used: the tool descriptions are part of start-up, the results and
+status texts (and the task types they read) are not.
+May use: tasks, agent, tools, sandbox, permissions, models, definitions, config, core.
 """
 
 from __future__ import annotations
