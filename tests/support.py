@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
 from mcp_subagents.config.settings import Settings
@@ -17,7 +22,17 @@ from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import Model
 from mcp_subagents.runtime.service import Subagents
 
+if TYPE_CHECKING:
+    from tests.fakes.fake_llm import FakeLLM
+
 MODES = ["legacy", "auto"]
+TESTS = Path(__file__).resolve().parent
+"""This folder. A program the tests start by path lives in `fakes/`, never here: run as a script, its folder comes
+first on sys.path, and `tests/mcp/` would hide the MCP SDK."""
+CHECKOUT = TESTS.parent
+"""The checkout: `.ci-node/` (the Node tools `.ci/run` installs), the docs, `.ci/`."""
+TEST_API_KEY = "sk-ant-test-key-123"
+SYSTEM_PATH = "/usr/bin:/bin"
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -70,11 +85,80 @@ async def connected(
             yield client
 
 
+def provider_environment(fake: FakeLLM, key: str = TEST_API_KEY) -> dict[str, str]:
+    """The variables that send the server's Anthropic client to the fake Messages API."""
+    return {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": fake.url}
+
+
+def server_environment(
+    home: Path,
+    *,
+    fake: FakeLLM | None = None,
+    key: str = TEST_API_KEY,
+    work: Path | None = None,
+    state: Path | None = None,
+    sandbox: str | None = None,
+    path: str = SYSTEM_PATH,
+    **variables: str,
+) -> dict[str, str]:
+    """The whole environment of a server or command subprocess (`python -m mcp_subagents ...`), none of it taken
+    from the test runner's: `home` as HOME, system tools only on PATH, the state directory (`home/state` unless
+    given), then when given the project (`MCP_SUBAGENTS_CWD`, created), the fake Messages API and the sandbox mode,
+    and last `variables` as they are."""
+    environ = {"HOME": str(home), "PATH": path, "MCP_SUBAGENTS_STATE_DIR": str(state or home / "state")}
+    if work is not None:
+        work.mkdir(parents=True, exist_ok=True)
+        environ["MCP_SUBAGENTS_CWD"] = str(work)
+    if fake is not None:
+        environ |= provider_environment(fake, key)
+    if sandbox is not None:
+        environ["MCP_SUBAGENTS_SANDBOX"] = sandbox
+    return environ | variables
+
+
+@asynccontextmanager
+async def http_server(tmp_path: Path, transport: str, *, environ: dict[str, str] | None = None) -> AsyncGenerator[str]:
+    """Start `serve` on a free port as a subprocess; yield its URL once it listens. Without `environ` the server
+    has no model provider and works in `tmp_path/work`."""
+    command = [sys.executable, "-m", "mcp_subagents", "serve", "--transport", transport, "--port", "0"]
+    process = await anyio.open_process(
+        command,
+        env=environ or server_environment(tmp_path, work=tmp_path / "work"),
+        cwd=tmp_path,  # without --cwd the process's folder is the project: never the checkout
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    assert process.stderr is not None
+    stderr = TextReceiveStream(process.stderr)
+    seen = ""
+    try:
+        with anyio.fail_after(30):
+            async for chunk in stderr:
+                seen += chunk
+                if match := re.search(r"listening \([\w-]+\) on (http://\S+)", seen):
+                    break
+            else:
+                raise AssertionError(f"server exited before listening:\n{seen}")
+        async with anyio.create_task_group() as group:
+            group.start_soon(_drain, stderr)
+            yield match.group(1)
+            group.cancel_scope.cancel()
+    finally:
+        process.terminate()
+        with anyio.fail_after(10):
+            await process.wait()
+
+
+async def _drain(stream: TextReceiveStream) -> None:
+    async for _ in stream:
+        pass
+
+
 def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
-SHARED = Path(os.environ.get("MCP_SUBAGENTS_SHARED") or Path(__file__).resolve().parents[1] / ".." / "shared").resolve()
+SHARED = Path(os.environ.get("MCP_SUBAGENTS_SHARED") or CHECKOUT / ".." / "shared").resolve()
 """Reference material kept next to the checkout (the agent corpus, Claude Code captures); $MCP_SUBAGENTS_SHARED
 points elsewhere."""
 REQUIRE_SHARED = "MCP_SUBAGENTS_REQUIRE_CORPUS"

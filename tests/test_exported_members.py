@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 import mcp_subagents
+from tests.support import server_environment
 
 INCLUDED_PRIVATE_MEMBERS = ["__version__"]
 
@@ -77,7 +78,7 @@ def test_the_docs_python_example_runs(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-c", example],
         cwd=tmp_path,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=server_environment(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,

@@ -30,7 +30,7 @@ from mcp_subagents.models.spread import SPREAD_AT, SpreadModel
 from tests.fakes.fake_llm import FakeLLM, Step, error, hang, text, tool_use, turn
 from tests.models.adapters import ANTHROPIC, READ
 from tests.processes import wait_until_gone
-from tests.support import make_settings, running_app, text_of, write_agent
+from tests.support import make_settings, provider_environment, running_app, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -244,7 +244,7 @@ async def test_a_busy_server_answers_tasks_from_its_model_process(tmp_path: Path
 
     fake.default = echo
     fake.latency = 0.3
-    environ = {"ANTHROPIC_API_KEY": ANTHROPIC.key, "ANTHROPIC_BASE_URL": fake.url}
+    environ = provider_environment(fake, ANTHROPIC.key)
     async with running_app(settings, environ=environ) as app, Client(build_server(app), mode="legacy") as client:
 
         async def wave(label: str) -> list[str]:

@@ -19,8 +19,7 @@ from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from mcp_subagents.runtime.service import Subagents, TaskArguments
 from mcp_subagents.sandbox import SandboxRuntime
-
-from ..support import make_settings, running_app
+from tests.support import make_settings, running_app
 
 
 class _SandboxReport(logging.Handler):

@@ -10,7 +10,7 @@ import pytest
 from mcp_subagents.agent.memory import memory_allow_rules, prepare_memory
 from mcp_subagents.definitions import AgentDefinition
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
-from tests.support import connected, make_settings, write_agent
+from tests.support import connected, make_settings, provider_environment, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -74,7 +74,7 @@ async def test_the_memory_grant_covers_only_the_agents_own_folder(tmp_path: Path
         ),
         turn(text("ok")),
     )
-    environ = {"ANTHROPIC_API_KEY": "sk-ant-mem-0123456789", "ANTHROPIC_BASE_URL": fake.url}
+    environ = provider_environment(fake, "sk-ant-mem-0123456789")
 
     async with connected(settings, environ=environ) as client:
         await client.call_tool("Task", {"description": "d", "prompt": "p", "subagent_type": "memgrep"})

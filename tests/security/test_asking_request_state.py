@@ -21,7 +21,7 @@ from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.fakes.fake_llm import FakeLLM, tool_use, turn
 from tests.fakes.fake_llm import text as fake_text
 from tests.stdio_modern import ModernStdioServer
-from tests.support import make_settings, running_app, text_of
+from tests.support import make_settings, running_app, server_environment, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -48,14 +48,7 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
         turn(tool_use("Bash", {"command": "touch b.txt"})),
         turn(fake_text("done")),
     )
-    environ = {
-        "HOME": str(tmp_path),
-        "PATH": "/usr/bin:/bin",
-        "ANTHROPIC_API_KEY": "sk-test-key-12345",
-        "ANTHROPIC_BASE_URL": fake.url,
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
-        "MCP_SUBAGENTS_SANDBOX": "off",  # a sandboxed Bash command would run without a question
-    }
+    environ = server_environment(tmp_path, fake=fake, sandbox="off")  # a sandboxed Bash command would not ask
     with anyio.fail_after(60):
         server = await ModernStdioServer.start(environ)
         try:

@@ -11,7 +11,7 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.hooks.scripts import agent_with_hooks, group, handler, script, settings_with_hooks
+from tests.agent.hooks.scripts import agent_with_hooks, group, handler, script, settings_with_hooks
 from tests.support import connected, make_settings, text_of
 
 pytestmark = pytest.mark.anyio

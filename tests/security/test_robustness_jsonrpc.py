@@ -17,7 +17,7 @@ import httpx2
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tests.test_transports import http_server
+from tests.support import http_server, server_environment
 
 from .server import code_under_test
 
@@ -78,14 +78,7 @@ INITIALIZE = {
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "work").mkdir(exist_ok=True)
-    return {
-        "HOME": str(tmp_path),
-        "PATH": "/usr/bin:/bin",
-        "MCP_SUBAGENTS_CWD": str(tmp_path / "work"),
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
-        **code_under_test(),
-    }
+    return server_environment(tmp_path, work=tmp_path / "work", **code_under_test())
 
 
 def error_answers(messages: list[dict[str, Any]], request_id: Any) -> list[dict[str, Any]]:

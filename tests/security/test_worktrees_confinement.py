@@ -6,9 +6,9 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from tests.agent.test_worktrees import isolated_agent, repository, task
+from tests.mcp.test_roots import roots_callback
 from tests.support import connected, text_of
-from tests.test_roots import roots_callback
-from tests.test_worktrees import isolated_agent, repository, task
 
 pytestmark = pytest.mark.anyio
 
