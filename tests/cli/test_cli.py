@@ -4,7 +4,9 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -12,27 +14,56 @@ from mcp_subagents.cli import main
 from tests.support import write_agent
 
 
-def run_cli(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    return subprocess.run(
-        [sys.executable, "-m", "mcp_subagents", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=cwd or home,
-        timeout=60,
-        check=False,
-    )
+@dataclass
+class Finished:
+    code: int
+    stdout: str
+    stderr: str
+
+
+class RunCli(Protocol):
+    def __call__(self, *args: str, home: Path, **variables: str) -> Finished: ...
+
+
+@pytest.fixture
+def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> RunCli:
+    """`main(args)` in this process, in the environment a command started from a clean shell would get: HOME is
+    `home` (and the working directory), PATH is kept, nothing else (no provider key, no MCP_SUBAGENTS_* variable of
+    the runner's)."""
+
+    def run(*args: str, home: Path, **variables: str) -> Finished:
+        with monkeypatch.context() as scoped:
+            for name in list(os.environ):
+                if name != "PATH":
+                    scoped.delenv(name)
+            for name, value in {"HOME": str(home), **variables}.items():
+                scoped.setenv(name, value)
+            scoped.chdir(home)
+            capsys.readouterr()
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as exited:
+                code = exited.code if isinstance(exited.code, int) else 1
+            out, err = capsys.readouterr()
+        return Finished(code, out, err)
+
+    return run
 
 
 def test_console_script_and_module_both_show_help(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "mcp-subagents"
     by_script = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, check=False)
-    by_module = run_cli("--help", home=tmp_path)
+    by_module = subprocess.run(
+        [sys.executable, "-m", "mcp_subagents", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
     for result in (by_script, by_module):
         assert result.returncode == 0
         assert "serve" in result.stdout and "agents" in result.stdout and "run" in result.stdout
         assert "tasks" in result.stdout and "dashboard" in result.stdout
+
+
+def test_each_command_offers_its_own_options(tmp_path: Path, run_cli: RunCli) -> None:
     serve_help = run_cli("serve", "--help", home=tmp_path).stdout
     for flag in (
         "--transport",
@@ -85,23 +116,23 @@ def test_agents_list_json_shows_agents_and_failures(
     assert listing["errors"][0]["error"]
 
 
-def test_agents_list_text_mentions_failures(tmp_path: Path) -> None:
+def test_agents_list_text_mentions_failures(tmp_path: Path, run_cli: RunCli) -> None:
     folder = tmp_path / "agents"
     (folder).mkdir()
     (folder / "nodesc.md").write_text("---\nname: nodesc\n---\nbody\n", encoding="utf-8")
     result = run_cli("agents", "list", "--agents-dir", str(folder), home=tmp_path)
-    assert result.returncode == 0
+    assert result.code == 0
     assert "general-purpose" in result.stdout
     assert "nodesc.md" in result.stdout and "failed to load" in result.stdout
 
 
-def test_validate_reports_problems_and_exits_1(tmp_path: Path) -> None:
+def test_validate_reports_problems_and_exits_1(tmp_path: Path, run_cli: RunCli) -> None:
     good = write_agent(tmp_path / "good", "fine", extra="tools: Read, Bash\n")
     bad = write_agent(tmp_path / "bad", "odd", extra="tools: Read, Teleport\nmodel: sonet\nflavour: mint\n")
     ok = run_cli("agents", "validate", str(good), home=tmp_path)
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.code == 0, ok.stdout + ok.stderr
     failed = run_cli("agents", "validate", str(tmp_path / "bad"), str(good), home=tmp_path)
-    assert failed.returncode == 1
+    assert failed.code == 1
     lines = failed.stdout.splitlines()
     assert all(line.startswith(f"{bad}: ") for line in lines)
     joined = failed.stdout
@@ -139,31 +170,25 @@ def test_the_built_in_agents_pass_the_validator(tmp_path: Path, capsys: pytest.C
     assert (exited.value.code, out, err) == (0, "", "all files are valid\n")
 
 
-def test_run_without_a_provider_says_so(tmp_path: Path) -> None:
+def test_run_without_a_provider_says_so(tmp_path: Path, run_cli: RunCli) -> None:
     result = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), home=tmp_path)
-    assert result.returncode == 1 and result.stdout == ""
+    assert result.code == 1 and result.stdout == ""
     assert result.stderr.startswith("mcp-subagents: No model provider is configured")
     raw = run_cli("run", "Explore", "look around", "--cwd", str(tmp_path), "--raw", home=tmp_path)
-    assert raw.returncode == 1
+    assert raw.code == 1
     assert raw.stdout.startswith('<task_error agent="Explore">No model provider is configured')
 
 
-def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path) -> None:
-    environ = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "MCP_SUBAGENTS_PORT": "abc"}
-    result = subprocess.run(
-        [sys.executable, "-m", "mcp_subagents", "serve"],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 2
+def test_bad_environment_value_is_a_clear_startup_error(tmp_path: Path, run_cli: RunCli) -> None:
+    result = run_cli("serve", home=tmp_path, MCP_SUBAGENTS_PORT="abc")
+    assert result.code == 2
     assert "MCP_SUBAGENTS_PORT" in result.stderr
     assert result.stdout == ""
 
 
-def test_agents_list_and_validate_warn_about_an_untrusted_projects_hooks_and_servers(tmp_path: Path) -> None:
+def test_agents_list_and_validate_warn_about_an_untrusted_projects_hooks_and_servers(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
     project = tmp_path / "repo"
     agent = write_agent(project / ".claude" / "agents", "hooked", extra="hooks: {Stop: [{hooks: [{command: x}]}]}\n")
     (project / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": []}}), encoding="utf-8")
