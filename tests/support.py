@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
 import anyio
 import pytest
@@ -18,8 +18,9 @@ from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
 from mcp_subagents.config.settings import Settings
+from mcp_subagents.core.messages import ToolResult, ToolResultMessage
 from mcp_subagents.mcp.server import build_server
-from mcp_subagents.models.base import Model
+from mcp_subagents.models.base import Model, ModelRequest
 from mcp_subagents.runtime.service import Subagents
 
 if TYPE_CHECKING:
@@ -33,6 +34,14 @@ CHECKOUT = TESTS.parent
 """The checkout: `.ci-node/` (the Node tools `.ci/run` installs), the docs, `.ci/`."""
 TEST_API_KEY = "sk-ant-test-key-123"
 SYSTEM_PATH = "/usr/bin:/bin"
+
+
+class RuleLists(TypedDict, total=False):
+    """Permission rule strings by kind, as tests hand them to `PermissionRules.of(**rules)`."""
+
+    allow: list[str]
+    ask: list[str]
+    deny: list[str]
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -81,7 +90,7 @@ async def connected(
     **client_options: Any,
 ) -> AsyncGenerator[Client]:
     async with running_app(settings, model=model, environ=environ) as app:
-        async with Client(build_server(app), mode=mode, **client_options) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode=mode, **client_options) as client:
             yield client
 
 
@@ -152,6 +161,18 @@ async def http_server(tmp_path: Path, transport: str, *, environ: dict[str, str]
 async def _drain(stream: TextReceiveStream) -> None:
     async for _ in stream:
         pass
+
+
+def last_results(request: ModelRequest) -> tuple[ToolResult, ...]:
+    """The tool results that `request` sends back to the model (its last message must carry them)."""
+    message = request.messages[-1]
+    assert isinstance(message, ToolResultMessage), message
+    return message.results
+
+
+def json_object(value: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a value parsed from JSON is an object (so its keys are strings)."""
+    return isinstance(value, dict)
 
 
 def text_of(result: Any) -> str:

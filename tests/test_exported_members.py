@@ -41,7 +41,7 @@ def test_importing_the_package_loads_no_member_until_asked() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Runtime'"):
-        mcp_subagents.Runtime  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
+        mcp_subagents.Runtime  # noqa: B018
 
 
 def test_every_export_comes_from_the_package_and_is_documented() -> None:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -29,7 +31,9 @@ class EchoInput(ToolInput):
     value: str
 
 
-def make_tool(name: str, *, read_only: bool = True, run=None) -> Tool:  # type: ignore[no-untyped-def]
+def make_tool(
+    name: str, *, read_only: bool = True, run: Callable[[ToolContext, EchoInput], Awaitable[str]] | None = None
+) -> Tool:
     async def default_run(_ctx: ToolContext, args: EchoInput) -> str:
         return f"{name}:{args.value}"
 
@@ -246,7 +250,7 @@ async def test_a_gate_can_deny_a_call(tmp_path: Path) -> None:
         raise ToolError(f"{call.name} denied by rule")
 
     run = make_run(tmp_path, make_tool("echo"))
-    run = AgentRun(**{**{f: getattr(run, f) for f in run.__dataclass_fields__}, "gate": deny})
+    run = replace(run, gate=deny)
     model = ScriptedModel([tool_call("echo", {"value": "v"}), text("ok")])
     await run_agent(run, "go", model=model)
     results = model.requests[1].messages[-1]

@@ -19,7 +19,7 @@ from mcp_subagents.config.settings import Settings
 from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from mcp_subagents.runtime.service import Subagents
-from tests.support import SYSTEM_PATH, connected, make_settings, server_environment, text_of, write_agent
+from tests.support import SYSTEM_PATH, connected, last_results, make_settings, server_environment, text_of, write_agent
 
 TASK = {"description": "work", "prompt": "Do it.", "subagent_type": "general-purpose"}
 
@@ -324,20 +324,20 @@ async def test_additional_directories_join_the_allowed_area(tree: Tree, tmp_path
     model = ScriptedModel([tool_call("Read", {"file_path": str(shared / "guide.md")}), text("done")])
     async with connected(tree.settings, model=model) as client:
         await client.call_tool("Task", TASK)
-    refused = model.requests[1].messages[-1].results[0]  # type: ignore[union-attr]
+    refused = last_results(model.requests[1])[0]
     assert refused.is_error and "GUIDE-MARKER" not in refused.content
 
     write_json(tree.shared, {"permissions": {"additionalDirectories": ["../shared-docs", "~/nowhere"]}})
     model = ScriptedModel([tool_call("Read", {"file_path": str(shared / "guide.md")}), text("done")])
     async with connected(tree.settings, model=model) as client:
         await client.call_tool("Task", TASK)
-    untrusted = model.requests[1].messages[-1].results[0]  # type: ignore[union-attr]
+    untrusted = last_results(model.requests[1])[0]
     assert untrusted.is_error  # the repository's own file cannot widen the area until the project is trusted
 
     model = ScriptedModel([tool_call("Read", {"file_path": str(shared / "guide.md")}), text("done")])
     async with connected(tree.with_flag(trust_projects=(tree.project,)), model=model) as client:
         await client.call_tool("Task", TASK)
-    read = model.requests[1].messages[-1].results[0]  # type: ignore[union-attr]
+    read = last_results(model.requests[1])[0]
     assert not read.is_error and "GUIDE-MARKER" in read.content
 
 

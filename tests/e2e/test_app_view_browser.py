@@ -72,7 +72,7 @@ async def test_a_task_appears_updates_and_is_stopped_from_the_view(tmp_path: Pat
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     apps = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
     async with running_app(settings, model=FunctionModel(respond)) as app:
-        async with Client(build_server(app), mode="auto", extensions=apps) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode="auto", extensions=apps) as client:
             html = getattr((await client.read_resource(VIEW_URI)).contents[0], "text", "")
             done = await client.call_tool(
                 "Task", {"description": "where is the parser", "prompt": "quick", "subagent_type": "Explore"}
@@ -96,7 +96,8 @@ async def test_a_task_appears_updates_and_is_stopped_from_the_view(tmp_path: Pat
                 return json.loads(result.model_dump_json(by_alias=True, exclude_none=True))
 
             async with chromium_page(width=760, height=420) as page:
-                await page.expose_function("mcpCall", mcp_call)
+                # Playwright types the callback as a bare Callable.
+                await page.expose_function("mcpCall", mcp_call)  # pyright: ignore[reportUnknownMemberType]
                 await page.set_content(HOST_PAGE)
                 await page.evaluate("html => window.loadView(html)", html)
                 view = page.frame_locator("#view")
@@ -151,7 +152,7 @@ async def test_a_hostile_tasks_text_is_shown_inert_in_the_view(tmp_path: Path) -
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     apps = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
     async with running_app(settings, model=FunctionModel(respond)) as app:
-        async with Client(build_server(app), mode="auto", extensions=apps) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode="auto", extensions=apps) as client:
             html = getattr((await client.read_resource(VIEW_URI)).contents[0], "text", "")
             task = {"description": f"look {HOSTILE}", "prompt": "go", "subagent_type": "general-purpose"}
             assert "\x1b]52;c;" in text_of(await client.call_tool("Task", task))  # the host's model reads it as written
@@ -163,7 +164,8 @@ async def test_a_hostile_tasks_text_is_shown_inert_in_the_view(tmp_path: Path) -
                 return result
 
             async with chromium_page(width=760, height=600) as page:
-                await page.expose_function("mcpCall", mcp_call)
+                # Playwright types the callback as a bare Callable.
+                await page.expose_function("mcpCall", mcp_call)  # pyright: ignore[reportUnknownMemberType]
                 await page.set_content(HOST_PAGE)
                 await page.evaluate("html => window.loadView(html)", html)
                 view = page.frame_locator("#view")

@@ -12,13 +12,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
-from tests.support import CHECKOUT, server_environment
+from tests.support import CHECKOUT, json_object, server_environment
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "Elicitation", **answe
 
 def _tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
     last = body["messages"][-1]["content"]
-    return [block for block in last if isinstance(block, dict) and block.get("type") == "tool_result"]
+    return [block for block in last if json_object(block) and block.get("type") == "tool_result"]
 
 
 def _first_prompt(body: dict[str, Any]) -> str:
@@ -52,7 +52,7 @@ def _result_texts(body: dict[str, Any]) -> list[str]:
     for message in body["messages"]:
         for result in _tool_results({"messages": [message]}) if message["role"] == "user" else []:
             content = result.get("content")
-            blocks = content if isinstance(content, list) else [{"text": str(content)}]
+            blocks = cast(list[dict[str, Any]], content) if isinstance(content, list) else [{"text": str(content)}]
             texts.append("".join(block.get("text", "") for block in blocks))
     return texts
 

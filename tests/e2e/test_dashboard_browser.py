@@ -5,6 +5,7 @@ continues it, and model-written text stays text (no script runs)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -24,9 +25,10 @@ pytestmark = pytest.mark.anyio
 XSS = '<img src=x onerror="window.pwned = 1">'
 
 
-def reply(text: str, *calls: tuple[str, dict[str, object]], tokens: int = 1) -> ModelResponse:
+def reply(text: str, *calls: tuple[str, Mapping[str, object]], tokens: int = 1) -> ModelResponse:
     usage = Usage(input_tokens=1800 * tokens, output_tokens=420 * tokens, cache_read_tokens=6000 * tokens)
-    parts = (TextPart(text=text), *(ToolCall(id=f"{name}-{tokens}", name=name, arguments=args) for name, args in calls))
+    calls_made = (ToolCall(id=f"{name}-{tokens}", name=name, arguments=dict(args)) for name, args in calls)
+    parts = (TextPart(text=text), *calls_made)
     return ModelResponse(parts=parts, stop_reason="tool_use" if calls else "end_turn", usage=usage)
 
 

@@ -136,7 +136,7 @@ async def test_stdio_server_runs_bash_without_leaking_the_api_key(tmp_path: Path
     )
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_subagents", "serve"], env=environ)
     with anyio.fail_after(60):
-        async with Client(params, mode=mode) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(params, mode=mode) as client:
             result = await client.call_tool("Task", {**TASK, "subagent_type": "Bash"})
     assert not result.is_error, text_of(result)
     assert "ran it" in text_of(result)

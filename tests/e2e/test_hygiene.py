@@ -123,12 +123,12 @@ async def test_a_host_that_disconnects_mid_task_leaves_background_work_running(t
     fake.default = answer
     async with http_server(tmp_path, "streamable-http", environ=environment(tmp_path, fake)) as url:
         with anyio.fail_after(30):
-            async with Client(url, mode="legacy") as first:  # pyright: ignore[reportArgumentType]
+            async with Client(url, mode="legacy") as first:
                 background = {**TASK, "prompt": "in the background", "run_in_background": True}
                 launched = text_of(await first.call_tool("Task", background))
                 task_id = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
                 with anyio.move_on_after(0.3):  # the host goes away in the middle of a foreground call
                     await first.call_tool("Task", TASK)
-            async with Client(url, mode="legacy") as second:  # pyright: ignore[reportArgumentType]
+            async with Client(url, mode="legacy") as second:
                 result = text_of(await second.call_tool("TaskOutput", {"task_id": task_id, "timeout": 20000}))
     assert "<status>completed</status>" in result and "background done" in result

@@ -28,7 +28,7 @@ APPS = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_view_resource_and_the_tools_ui_meta(tmp_path: Path, mode: str) -> None:
     async with running_app(make_settings(tmp_path)) as app:
-        async with Client(build_server(app), mode=mode, extensions=APPS) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode=mode, extensions=APPS) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
             assert list(tools) == ["Task", "TaskOutput", "TaskStop", "TaskList"]
             assert tools["Task"].meta is not None and tools["Task"].meta["ui"] == {"resourceUri": VIEW_URI}
@@ -50,7 +50,7 @@ async def test_the_view_resource_and_the_tools_ui_meta(tmp_path: Path, mode: str
 @pytest.mark.parametrize("mode", MODES)
 async def test_hosts_without_the_extension_see_three_tools_and_text(tmp_path: Path, mode: str) -> None:
     async with running_app(make_settings(tmp_path), model=FunctionModel(lambda _r: text("done"))) as app:
-        async with Client(build_server(app), mode=mode) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode=mode) as client:
             tools = (await client.list_tools()).tools
             assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]
             assert all("ui" not in (tool.meta or {}) for tool in tools)
@@ -77,7 +77,7 @@ async def test_task_list_shows_this_principals_tasks_live_and_the_view_can_stop_
         someone_else = app.launch(
             TaskArguments(description="not yours", prompt="bob's", subagent_type="Explore"), principal="token:bob"
         )
-        async with Client(build_server(app), mode=mode, extensions=APPS) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode=mode, extensions=APPS) as client:
             arguments = {"description": "scan", "prompt": "mine", "subagent_type": "general-purpose"}
             launched = await client.call_tool("Task", {**arguments, "run_in_background": True})
             task_id = text_of(launched).split("task_id: ")[1].split()[0]
@@ -99,7 +99,7 @@ async def test_task_list_shows_this_principals_tasks_live_and_the_view_can_stop_
 
             stopped = await client.call_tool("TaskStop", {"task_id": task_id})
             assert "Successfully stopped" in text_of(stopped)
-            (entry,) = (await client.call_tool("TaskList", {})).structured_content["tasks"]  # type: ignore[index]
+            (entry,) = (await client.call_tool("TaskList", {})).structured_content["tasks"]
             assert entry["state"] == "stopped" and entry["current_tools"] == []
         app.tasks.request_stop(someone_else.id)
 
@@ -115,7 +115,7 @@ async def test_task_list_sends_a_hostile_tasks_text_inert(tmp_path: Path, mode: 
     # Before, TaskList carried the model's escape sequences, bidi overrides and zero-width characters as they were,
     # for the view (and any host that shows its text) to draw.
     async with running_app(make_settings(tmp_path), model=FunctionModel(lambda _r: text(HOSTILE))) as app:
-        async with Client(build_server(app), mode=mode, extensions=APPS) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode=mode, extensions=APPS) as client:
             task = {"description": f"look {HOSTILE}", "prompt": "p", "subagent_type": "general-purpose"}
             assert "\x1b]52;c;" in text_of(await client.call_tool("Task", task))  # what the host's model reads
             listing = await client.call_tool("TaskList", {})

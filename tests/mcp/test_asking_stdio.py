@@ -33,13 +33,13 @@ class Host:
         self.questions: list[str] = []
         self.roots_asked = 0
 
-    async def elicit(self, _context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def elicit(self, context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
         self.questions.append(params.message)
         if self.answers.pop(0):
             return types.ElicitResult(action="accept", content={"allow": True})
         return types.ElicitResult(action="decline")
 
-    async def roots(self, _context: object) -> types.ListRootsResult:
+    async def roots(self, context: object) -> types.ListRootsResult:
         self.roots_asked += 1
         return types.ListRootsResult(roots=[types.Root(uri=f"file://{self.project}")])  # type: ignore[arg-type]
 
@@ -62,7 +62,7 @@ async def test_a_stdio_host_is_asked_and_its_roots_are_the_project(tmp_path: Pat
     )
     with anyio.fail_after(60):
         async with Client(
-            params,  # pyright: ignore[reportArgumentType]
+            params,
             mode=mode,
             elicitation_callback=host.elicit,
             list_roots_callback=host.roots,

@@ -38,8 +38,8 @@ async def test_a_2025_era_host_is_notified_when_an_agent_file_appears(tmp_path: 
             with anyio.fail_after(5):
                 await changed.wait()
             enum = (await client.list_tools()).tools[0].input_schema["properties"]["subagent_type"]["enum"]
+            assert "fresh" in enum
         group.cancel_scope.cancel()
-    assert "fresh" in enum
 
 
 async def test_a_2026_era_host_hears_of_it_on_its_listen_stream(tmp_path: Path) -> None:
@@ -52,8 +52,8 @@ async def test_a_2026_era_host_hears_of_it_on_its_listen_stream(tmp_path: Path) 
             write_agent(settings.cwd / ".claude" / "agents", "fresh", description="New agent")
             with anyio.fail_after(5):
                 event = await events.__anext__()
+            assert type(event).__name__ == "ToolsListChanged"
         group.cancel_scope.cancel()
-    assert type(event).__name__ == "ToolsListChanged"
 
 
 async def test_an_unchanged_catalog_sends_nothing(tmp_path: Path) -> None:
@@ -80,6 +80,7 @@ async def test_an_unchanged_catalog_sends_nothing(tmp_path: Path) -> None:
         async with Client(server, mode="legacy", message_handler=on_message) as client:
             with anyio.fail_after(30):
                 await checked_ten_times.wait()
-            await client.send_ping()  # what the server sent before its answer has arrived
+            # A legacy-era round trip: what the server sent before its answer has arrived.
+            await client.send_ping()  # pyright: ignore[reportDeprecated]
         group.cancel_scope.cancel()
     assert notifications == []

@@ -10,14 +10,14 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import connected, make_settings, text_of
+from tests.support import connected, last_results, make_settings, text_of
 
 pytestmark = pytest.mark.anyio
 
 TASK = {"description": "read", "prompt": "Read it.", "subagent_type": "general-purpose"}
 
 
-def roots_callback(*folders: Path):  # type: ignore[no-untyped-def]
+def roots_callback(*folders: Path):
     async def list_roots(_context: object) -> types.ListRootsResult:
         return types.ListRootsResult(roots=[types.Root(uri=f"file://{folder}") for folder in folders])  # type: ignore[arg-type]
 
@@ -25,7 +25,7 @@ def roots_callback(*folders: Path):  # type: ignore[no-untyped-def]
 
 
 def echo_tool_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" | ".join(result.content for result in results))
 
 

@@ -6,8 +6,9 @@ import pytest
 from mcp import Client
 
 from mcp_subagents.mcp.server import build_server
+from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import MODES, connected, make_settings, running_app, text_of, write_agent
+from tests.support import MODES, connected, last_results, make_settings, running_app, text_of, write_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("mode", MODES)]
 
@@ -49,7 +50,7 @@ async def test_the_agent_enum_follows_the_catalog_rescans(tmp_path: Path, mode: 
     """tools/list reads no file: the watcher's rescan (here called directly) is what brings a new agent in."""
     settings = make_settings(tmp_path)
     assert settings.cwd is not None
-    async with running_app(settings) as app, Client(build_server(app), mode=mode) as client:  # pyright: ignore[reportArgumentType]
+    async with running_app(settings) as app, Client(build_server(app), mode=mode) as client:
         before = (await client.list_tools()).tools[0].input_schema["properties"]["subagent_type"]["enum"]
         write_agent(settings.cwd / ".claude" / "agents", "reviewer", description="Reviews code")
         unscanned = (await client.list_tools()).tools[0].input_schema["properties"]["subagent_type"]["enum"]
@@ -122,8 +123,8 @@ async def test_task_reads_a_real_file_through_the_read_tool(tmp_path: Path, mode
     target = settings.cwd / "notes.txt"
     target.write_text("the answer is 42\n", encoding="utf-8")
 
-    def answer(request):  # type: ignore[no-untyped-def]
-        result = request.messages[-1].results[0]
+    def answer(request: ModelRequest) -> ModelResponse:
+        result = last_results(request)[0]
         assert not result.is_error, result.content
         return text(f"file says: {result.content.strip()}")
 

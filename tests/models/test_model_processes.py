@@ -9,7 +9,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -40,7 +40,7 @@ ask = ANTHROPIC.ask
 @asynccontextmanager
 async def spread_model(
     fake: FakeLLM, *, spread_at: int = 0, processes: int = 1, config: ProviderConfig | None = None
-) -> AsyncIterator[SpreadModel]:
+) -> AsyncGenerator[SpreadModel]:
     """A SpreadModel over the fake API that sends every request beyond `spread_at` in flight to a model process."""
     options = ANTHROPIC.options(fake.url)
     local = AnthropicModel(**options)

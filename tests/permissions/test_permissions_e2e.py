@@ -11,7 +11,7 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import connected, make_settings, text_of, write_agent
+from tests.support import connected, last_results, make_settings, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ TASK = {"description": "change things", "prompt": "Do it.", "subagent_type": "ge
 
 def report_results(request: ModelRequest) -> ModelResponse:
     """The final answer quotes every tool result, so tests see what the subagent saw."""
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 
@@ -114,7 +114,7 @@ async def test_deny_beats_ask_beats_allow(tmp_path: Path) -> None:
         make_settings(tmp_path, settings_file=settings_file), mode="legacy", model=model, elicitation_callback=host
     ) as client:
         body = text_of(await client.call_tool("Task", TASK))
-    results = [r.results[0] for r in (req.messages[-1] for req in model.requests[1:])]  # type: ignore[union-attr]
+    results = [last_results(req)[0] for req in model.requests[1:]]
     assert not results[0].is_error and "fine" in results[0].content
     assert results[1].is_error and "declined" in results[1].content  # asked, because an ask rule matched
     assert results[2].is_error and "Bash(rm *)" in results[2].content  # denied without asking
@@ -134,7 +134,7 @@ async def test_accept_edits_allows_writes_inside_the_working_directory_only(tmp_
     )
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", TASK)
-    first, second = (req.messages[-1].results[0] for req in model.requests[1:])  # type: ignore[union-attr]
+    first, second = (last_results(req)[0] for req in model.requests[1:])
     assert not first.is_error and (settings.cwd / "inside.txt").exists()
     assert second.is_error and "Permission denied" in second.content
 
@@ -162,7 +162,7 @@ async def test_an_accept_edits_agent_writes_under_a_default_mode_server(tmp_path
     )
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", {**TASK, "subagent_type": "editor"})
-    written, ran = (req.messages[-1].results[0] for req in model.requests[1:])  # type: ignore[union-attr]
+    written, ran = (last_results(req)[0] for req in model.requests[1:])
     assert not written.is_error and (settings.cwd / "out.txt").read_text(encoding="utf-8") == "x"
     assert ran.is_error and "needs approval in acceptEdits mode" in ran.content  # commands still ask
 
@@ -237,7 +237,7 @@ async def test_an_agents_permission_map_narrows_its_tools(tmp_path: Path) -> Non
     )
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", {**TASK, "subagent_type": "careful"})
-    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    results = [last_results(req)[0] for req in model.requests[1:]]
     assert [r.is_error for r in results] == [False, True, False, True]
     assert "alpha" in results[0].content and "TOKEN" not in results[1].content
 
@@ -277,7 +277,7 @@ async def test_the_servers_own_configuration_is_not_writable_even_in_bypass_mode
     )
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", TASK)
-    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    results = [last_results(req)[0] for req in model.requests[1:]]
     assert [r.is_error for r in results] == [True, True, True, False]
     assert not (settings.cwd / ".claude").exists() and not user_settings.exists()
     assert not (settings.cwd / ".git" / "hooks" / "pre-commit").exists()
@@ -293,7 +293,7 @@ async def test_read_only_commands_run_and_writing_ones_ask_as_in_claude_code(tmp
     model = ScriptedModel([*(tool_call("Bash", {"command": command}) for command in commands), text("done")])
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", TASK)
-    results = [req.messages[-1].results[0] for req in model.requests[1:]]  # type: ignore[union-attr]
+    results = [last_results(req)[0] for req in model.requests[1:]]
     assert [r.is_error and "Permission denied" in r.content for r in results] == [False] * 4 + [True] * 2
     assert "1:the secret is here" in results[2].content
     assert not (settings.cwd / "made.txt").exists() and not (settings.cwd / "made2.txt").exists()
@@ -324,7 +324,7 @@ async def test_tasks_of_one_server_follow_a_settings_change_and_their_own_agent(
         settings_file.write_text(json.dumps({"permissions": {"ask": ["Write(./c)"]}}), encoding="utf-8")
         await client.call_tool("Task", TASK)
         await client.call_tool("Task", {**TASK, "subagent_type": "editor"})
-    results = [req.messages[-1].results[0] for req in model.requests[1::2]]  # type: ignore[union-attr]
+    results = [last_results(req)[0] for req in model.requests[1::2]]
     assert [result.is_error for result in results] == [False, False, True, False]
     assert "Permission denied" in results[2].content
     assert sorted(path.name for path in settings.cwd.iterdir() if path.is_file()) == ["a", "b", "d"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -88,9 +89,10 @@ COUNTS = RunCounts(turns=3, tool_uses=2, usage=Usage(input_tokens=10), duration_
 
 def record(**fields: object) -> TaskRecord:
     path = Path("/state/tasks/abc123.output")
-    return TaskRecord(
-        id="abc123", agent="Explore", description="look", output_path=path, transcript=TranscriptWriter(path), **fields
-    )  # type: ignore[arg-type]
+    plain = TaskRecord(
+        id="abc123", agent="Explore", description="look", output_path=path, transcript=TranscriptWriter(path)
+    )
+    return replace(plain, **fields)
 
 
 @pytest.mark.anyio

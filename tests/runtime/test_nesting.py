@@ -14,7 +14,7 @@ import pytest
 from mcp_subagents.core.messages import ToolCall, ToolResultMessage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
-from tests.support import MODES, connected, make_settings, text_of, write_agent
+from tests.support import MODES, connected, last_results, make_settings, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -66,7 +66,7 @@ async def test_task_with_agent_names_limits_what_may_be_launched(tmp_path: Path)
     model = ScriptedModel(
         [
             tool_call("Task", nested("writer")),
-            lambda request: text(f"refused: {request.messages[-1].results[0].content}"),  # type: ignore[union-attr]
+            lambda request: text(f"refused: {last_results(request)[0].content}"),
         ]
     )
     async with connected(settings, model=model) as client:
@@ -113,7 +113,7 @@ class Tree:
             await anyio.lowlevel.checkpoint()  # others could start a request meanwhile, if they were let
             return text("child done")
         if isinstance(request.messages[-1], ToolResultMessage):
-            return text(f"all {len(request.messages[-1].results)} answered")
+            return text(f"all {len(last_results(request))} answered")
         calls = tuple(
             ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
             for index in range(self.children)

@@ -58,11 +58,11 @@ async def test_a_task_is_one_invoke_agent_span_with_chat_and_tool_children_in_th
     tmp_path: Path, mode: str
 ) -> None:
     app, exporter = traced_app(tmp_path)
-    async with app.running(), Client(build_server(app), mode=mode) as client:  # pyright: ignore[reportArgumentType]
+    async with app.running(), Client(build_server(app), mode=mode) as client:
         result = await client.call_tool(
             "Task",
             {"description": "look", "prompt": "p", "subagent_type": "general-purpose"},
-            meta={"traceparent": TRACEPARENT},  # pyright: ignore[reportArgumentType]
+            meta={"traceparent": TRACEPARENT},
         )
     assert "Done." in text_of(result)
     spans = exporter.get_finished_spans()
@@ -78,9 +78,9 @@ async def test_a_task_is_one_invoke_agent_span_with_chat_and_tool_children_in_th
     assert attributes["gen_ai.usage.output_tokens"] == 40
     assert attributes["gen_ai.usage.cache_read.input_tokens"] == 800
     assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 600
-    assert attributes["mcp_subagents.cost_usd"] == pytest.approx(
-        app.prices.table().cost("claude-sonnet-4-6", USAGE) * 2
-    )
+    cost = app.prices.table().cost("claude-sonnet-4-6", USAGE)
+    assert cost is not None
+    assert attributes["mcp_subagents.cost_usd"] == pytest.approx(cost * 2)
     assert attributes["mcp_subagents.task.state"] == "completed"
 
     assert [span.name for span in chats] == ["chat claude-sonnet-4-6"] * 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import pytest
@@ -25,6 +26,9 @@ from tests.support import (
     text_of,
 )
 
+if TYPE_CHECKING:
+    from mcp_subagents.models.providers import ProviderName
+
 pytestmark = pytest.mark.anyio
 
 
@@ -34,7 +38,7 @@ async def test_listing_the_tools_builds_the_provider_and_the_first_task_uses_it(
 ) -> None:
     environ = provider_environment(fake)
     async with running_app(make_settings(tmp_path), environ=environ) as app:
-        async with Client(build_server(app), mode=mode) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(build_server(app), mode=mode) as client:
             assert not app.model_ready.is_set()  # connecting alone imports nothing
             await client.list_tools()
             with anyio.fail_after(30):
@@ -58,7 +62,7 @@ async def test_without_a_provider_listing_the_tools_starts_nothing(tmp_path: Pat
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 async def test_building_the_provider_rehearses_offline_and_leaves_a_working_client(
-    fake: FakeLLM, provider: str
+    fake: FakeLLM, provider: ProviderName
 ) -> None:
     from mcp_subagents.core.messages import UserMessage
     from mcp_subagents.models.base import ModelRequest
@@ -103,19 +107,19 @@ async def test_after_the_warm_up_the_first_task_imports_none_of_our_modules(tmp_
         await server.request("tools/list", {})
         while b"ready for the first Task" not in await stderr.receive_until(b"\n", 1 << 20):
             pass
+        lines: list[str] = []
+
+        async def collect() -> None:
+            assert server.process.stderr is not None
+            async for chunk in server.process.stderr:
+                lines.extend(chunk.decode(errors="replace").splitlines())
+
         async with anyio.create_task_group() as group:
-            lines: list[str] = []
-
-            async def collect() -> None:
-                assert server.process.stderr is not None
-                async for chunk in server.process.stderr:
-                    lines.extend(chunk.decode(errors="replace").splitlines())
-
             lines.extend(stderr.buffer.decode(errors="replace").splitlines())
             group.start_soon(collect)
             answer = await server.call_tool("Task", task)
+            assert "first" in answer
             await server.close()
-    assert "first" in answer
     imported = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")]
     ours = [name for name in imported if name.split(".")[0] in ("mcp_subagents", "yaml", "pathspec", "jsonschema")]
     assert ours == [], f"imported by the first Task: {ours}"

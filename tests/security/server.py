@@ -43,9 +43,8 @@ def make_scene(root: Path, fake: FakeLLM, *, sandbox: str = "auto", **variables:
     home = root / "home"
     work = home / "project"
     state = home / "state"
-    environ = server_environment(
-        home, fake=fake, key=PROVIDER_KEY, work=work, state=state, sandbox=sandbox, **variables, **code_under_test()
-    )
+    environ = server_environment(home, fake=fake, key=PROVIDER_KEY, work=work, state=state, sandbox=sandbox)
+    environ |= variables | code_under_test()
     return Scene(home=home, work=work, state=state, environ=environ)
 
 

@@ -122,13 +122,13 @@ async def test_a_state_from_another_server_process_is_refused(tmp_path: Path) ->
             asked = await client.session.call_tool("Task", TASK, allow_input_required=True)
             assert isinstance(asked, types.InputRequiredResult) and asked.input_requests is not None
             [question_id] = asked.input_requests
-            answer = {question_id: types.ElicitResult(action="accept", content={"allow": True})}
+            answer: types.InputResponses = {question_id: types.ElicitResult(action="accept", content={"allow": True})}
             with pytest.raises(MCPError) as refused:
                 await other_server.session.call_tool(
                     "Task", TASK, input_responses=answer, request_state=asked.request_state, allow_input_required=True
                 )
             assert refused.value.error.code == INVALID_STATE
-            decline = {question_id: types.ElicitResult(action="decline")}
+            decline: types.InputResponses = {question_id: types.ElicitResult(action="decline")}
             result = await client.session.call_tool(
                 "Task", TASK, input_responses=decline, request_state=asked.request_state
             )

@@ -12,7 +12,7 @@ import pytest
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.agent.hooks.scripts import agent_with_hooks, group, handler, script, settings_with_hooks
-from tests.support import connected, make_settings, text_of
+from tests.support import connected, last_results, make_settings, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +21,7 @@ ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecisi
 
 
 def quote_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 

@@ -33,7 +33,7 @@ async def test_no_token_appears_in_the_debug_log(tmp_path: Path, transport: str)
             async with mcp_client(server.url, token=ALICE_TOKEN, mode="legacy") as client:
                 task = {"description": "d", "prompt": "p", "subagent_type": "Explore"}
                 answer = text_of(await client.call_tool("Task", task))
-            statuses = []
+            statuses: list[int] = []
             for token in (ENV_TOKEN, oauth_token, misdirected, WRONG_TOKEN):
                 method = "GET" if transport == "sse" else "POST"
                 statuses.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
+from tests.support import json_object
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +28,11 @@ SCRIPT = "SCRIPT:"
 def follow_the_prompt(body: dict[str, Any]) -> Turn:
     """Call the tool the prompt names (`SCRIPT:{"tool": ..., "input": ...}`); then report what it answered."""
     last = body["messages"][-1]["content"]
-    results = [block for block in last if isinstance(block, dict) and block.get("type") == "tool_result"]
+    results = [block for block in last if json_object(block) and block.get("type") == "tool_result"]
     if results:
         return turn(text("RESULT: " + json.dumps([block.get("content") for block in results])))
-    prompt = next(block["text"] for block in body["messages"][0]["content"] if block.get("text", "").startswith(SCRIPT))
+    first: list[dict[str, Any]] = body["messages"][0]["content"]
+    prompt = next(block["text"] for block in first if block.get("text", "").startswith(SCRIPT))
     call = json.loads(prompt.removeprefix(SCRIPT))
     return turn(tool_use(call["tool"], call["input"]))
 
@@ -46,7 +48,7 @@ def task(tool: str, arguments: dict[str, Any], *, background: bool = False) -> d
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, fake: FakeLLM, *, mode: str, permissions: dict[str, Any]) -> AsyncIterator[Any]:
+async def serving(tmp_path: Path, fake: FakeLLM, *, mode: str, permissions: dict[str, Any]) -> AsyncGenerator[Any]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     settings = tmp_path / f"settings-{mode}.json"

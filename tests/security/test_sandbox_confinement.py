@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -218,7 +218,7 @@ class _Origin(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -227,7 +227,7 @@ ORIGIN_HOST = "127.0.0.2"
 
 
 @contextmanager
-def origin() -> Iterator[int]:
+def origin() -> Generator[int]:
     """An HTTP server on this machine's loopback: outside the sandbox's network."""
     server = ThreadingHTTPServer((ORIGIN_HOST, 0), _Origin)
     thread = Thread(target=server.serve_forever, daemon=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from threading import Thread
@@ -27,7 +27,7 @@ CONNECT = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.arg
 
 
 @contextmanager
-def listening(path: Path) -> Iterator[None]:
+def listening(path: Path) -> Generator[None]:
     """A Unix socket service that greets whoever connects."""
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))

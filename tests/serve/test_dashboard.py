@@ -113,6 +113,7 @@ async def test_the_streams_show_a_task_appear_grow_and_stop_through_the_control_
                         break
             stopped = await api.post(f"/api/tasks/{record.id}/stop", json={})
             assert stopped.status_code == 202
+            end: dict[str, Any] = {}
             with anyio.fail_after(10):
                 async for name, data in task_stream:
                     if name == "items" and any(item["kind"] == "end" for item in data["items"]):

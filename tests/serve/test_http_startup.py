@@ -125,7 +125,7 @@ async def test_tls_serves_https(tmp_path: Path) -> None:
     async with serving(settings) as served:
         assert served.url.startswith("https://127.0.0.1:")
         async with httpx2.AsyncClient(verify=trust, headers=bearer(ALICE_TOKEN), timeout=30) as http:
-            async with Client(streamable_http_client(served.url, http_client=http)) as client:  # pyright: ignore[reportArgumentType]
+            async with Client(streamable_http_client(served.url, http_client=http)) as client:
                 tools = (await client.list_tools()).tools
         with pytest.raises(httpx2.HTTPError):
             async with httpx2.AsyncClient(timeout=10) as plain:

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.anyio
 
 
 @contextmanager
-def pipe() -> Iterator[tuple[int, int]]:
+def pipe() -> Generator[tuple[int, int]]:
     read_end, write_end = os.pipe()
     try:
         yield read_end, write_end

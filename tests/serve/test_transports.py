@@ -22,7 +22,7 @@ async def test_stdio_subprocess_serves_the_three_tools(tmp_path: Path, mode: str
     environ = server_environment(tmp_path, work=tmp_path / "work")
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_subagents", "serve"], env=environ)
     with anyio.fail_after(30):
-        async with Client(params, mode=mode) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(params, mode=mode) as client:
             tools = (await client.list_tools()).tools
             result = await client.call_tool("Task", TASK)
     assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]
@@ -35,7 +35,7 @@ async def test_sse_round_trip(tmp_path: Path, mode: str) -> None:
     async with http_server(tmp_path, "sse") as url:
         assert url.endswith("/sse")
         with anyio.fail_after(30):
-            async with Client(sse_client(url), mode=mode) as client:  # pyright: ignore[reportArgumentType]
+            async with Client(sse_client(url), mode=mode) as client:
                 tools = (await client.list_tools()).tools
                 result = await client.call_tool("TaskOutput", {"task_id": "nope"})
     assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]
@@ -47,7 +47,7 @@ async def test_streamable_http_round_trip(tmp_path: Path, mode: str) -> None:
     async with http_server(tmp_path, "streamable-http") as url:
         assert url.endswith("/mcp")
         with anyio.fail_after(30):
-            async with Client(url, mode=mode) as client:  # pyright: ignore[reportArgumentType]
+            async with Client(url, mode=mode) as client:
                 tools = (await client.list_tools()).tools
                 result = await client.call_tool("Task", TASK)
     assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]

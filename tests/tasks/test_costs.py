@@ -206,10 +206,10 @@ def test_max_budget_usd_in_an_agent_file_is_parsed_and_a_bad_value_rejects_the_f
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_host_sees_the_cost_and_the_budget_error_over_mcp(tmp_path: Path, mode: str) -> None:
     settings = replace(make_settings(tmp_path, model=SONNET_4_6), max_budget_usd=0.04)
-    progress: list[str] = []
+    progress_lines: list[str] = []
 
-    async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        progress_lines.append(message or "")
 
     async with connected(settings, mode=mode, model=ScriptedModel([turn(), turn(), turn()])) as client:
         result = await client.call_tool(
@@ -221,7 +221,7 @@ async def test_the_host_sees_the_cost_and_the_budget_error_over_mcp(tmp_path: Pa
     assert result.is_error
     assert "Task stopped at its budget: it spent $0.054 of the $0.04 allowed by --max-budget-usd" in text
     assert "cost_usd: 0.054;" in text
-    assert "turn 2: budget: spent $0.036 of its $0.04 budget (90%, --max-budget-usd)" in " | ".join(progress)
+    assert "turn 2: budget: spent $0.036 of its $0.04 budget (90%, --max-budget-usd)" in " | ".join(progress_lines)
 
 
 @pytest.mark.anyio

@@ -137,11 +137,12 @@ async def test_a_foreground_task_stopped_from_another_call_answers_an_error(tmp_
     model = GatedModel()
     async with connected(make_settings(tmp_path), mode=mode, model=model) as client:
         results: list[Any] = []
+        task_id = ""
+
+        async def foreground() -> None:
+            results.append(await client.call_tool("Task", TASK))
+
         async with anyio.create_task_group() as group:
-
-            async def foreground() -> None:
-                results.append(await client.call_tool("Task", TASK))
-
             group.start_soon(foreground)
             with anyio.fail_after(5):
                 await model.arrived.wait()
@@ -178,8 +179,8 @@ async def test_host_cancellation_stops_a_foreground_task(tmp_path: Path) -> None
                 async with anyio.create_task_group() as group:
                     group.start_soon(client.call_tool, "Task", TASK)
                     await model.arrived.wait()
-                    [record] = app.tasks._records.values()  # pyright: ignore[reportPrivateUsage]
                     group.cancel_scope.cancel()  # the client sends notifications/cancelled
+            [record] = app.tasks._records.values()  # pyright: ignore[reportPrivateUsage]
             with anyio.fail_after(5):
                 await record.done.wait()
             still = await client.list_tools()
@@ -191,7 +192,7 @@ async def test_host_cancellation_stops_a_foreground_task(tmp_path: Path) -> None
 async def test_progress_notifications_report_turns_and_tools(tmp_path: Path, mode: str) -> None:
     seen: list[tuple[float, str | None]] = []
 
-    async def on_progress(progress: float, _total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, message))
 
     model = ScriptedModel([tool_call("Glob", {"pattern": "*"}), text("done")])
@@ -341,9 +342,10 @@ async def test_a_completed_tasks_background_process_lives_until_the_server_stops
     model = ScriptedModel([tool_call("Bash", {"command": command}), text("started it")])
     settings = make_settings(tmp_path, permission_mode="bypassPermissions")
     async with connected(settings, model=model) as client:
+        sleepers: list[int] = []
         async with anyio.create_task_group() as group:
             group.start_soon(client.call_tool, "Task", TASK)
             with anyio.fail_after(10):
-                sleeper = int(await anyio.to_thread.run_sync(fifo.read_text))
-        assert is_running(sleeper)  # the task completed; what it started on purpose keeps running
-    await wait_until_gone(sleeper)  # until the server shuts down
+                sleepers.append(int(await anyio.to_thread.run_sync(fifo.read_text)))
+        assert is_running(sleepers[0])  # the task completed; what it started on purpose keeps running
+    await wait_until_gone(sleepers[0])  # until the server shuts down

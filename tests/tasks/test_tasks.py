@@ -12,14 +12,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_subagents.agent.loop import RunEvent, RunResult, TurnStarted
+from mcp_subagents.agent.loop import RunResult, TurnStarted
 from mcp_subagents.core.messages import Usage
 from mcp_subagents.core.principals import LOCAL_PRINCIPAL
 from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, PermissionQuestion
 from mcp_subagents.render import outcome_text
 from mcp_subagents.render.status import OUTPUT_FILE_TEXTS
 from mcp_subagents.tasks.manager import TaskManager
-from mcp_subagents.tasks.record import Listener, TaskLimits, TaskRecord
+from mcp_subagents.tasks.record import Listener, TaskEvent, TaskLimits, TaskRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ def start(tasks: TaskManager, job: Callable[[TaskRecord, Listener], Awaitable[Ru
 async def test_an_attached_call_gets_the_events_and_answers_questions_until_it_detaches(tmp_path: Path) -> None:
     step, first_answered = anyio.Event(), anyio.Event()
     answers: list[Answer] = []
-    seen: list[RunEvent] = []
+    seen: list[TaskEvent] = []
 
     async def job(record: TaskRecord, listener: Listener) -> RunResult:
         await listener(TurnStarted(turn=1, max_turns=5))
@@ -55,7 +55,7 @@ async def test_an_attached_call_gets_the_events_and_answers_questions_until_it_d
         answers.append(await tasks.ask(record, QUESTION))
         return result()
 
-    async def listener(event: RunEvent) -> None:
+    async def listener(event: TaskEvent) -> None:
         seen.append(event)
 
     async def allow(_question: PermissionQuestion) -> Answer:
@@ -85,7 +85,7 @@ async def test_a_kept_asker_outlives_its_call_until_a_question_times_out(tmp_pat
         answers.append(await tasks.ask(record, QUESTION))  # not asked at all: the host is gone
         return result()
 
-    async def ignore(_event: RunEvent) -> None:
+    async def ignore(_event: TaskEvent) -> None:
         pass
 
     async with manager(tmp_path, ask_timeout=0.2) as tasks:
@@ -109,7 +109,7 @@ async def test_waiting_for_the_person_is_not_idleness_but_the_wall_clock_runs(tm
         answer = await tasks.ask(record, QUESTION)
         return result(answer.why_not())
 
-    async def ignore(_event: RunEvent) -> None:
+    async def ignore(_event: TaskEvent) -> None:
         pass
 
     async with manager(tmp_path, idle_timeout=0.1, ask_timeout=0.4, task_timeout=30) as tasks:

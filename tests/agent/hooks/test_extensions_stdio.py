@@ -45,7 +45,7 @@ async def test_noisy_hooks_and_an_agent_server_leave_the_stdio_protocol_intact(
     params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_subagents", "serve"], env=environ)
     task = {"description": "shout", "prompt": "Shout.", "subagent_type": "shouter"}
     with anyio.fail_after(60):
-        async with Client(params, mode=mode) as client:  # pyright: ignore[reportArgumentType]
+        async with Client(params, mode=mode) as client:
             body = text_of(await client.call_tool("Task", task))
             tools = await client.list_tools()
     assert '<task_result agent="shouter">shouted</task_result>' in body

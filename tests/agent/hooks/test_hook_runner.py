@@ -41,17 +41,17 @@ async def test_a_timeout_kills_the_hook_and_what_it_started(tmp_path: Path) -> N
     async def read_pids() -> list[int]:
         return [int(pid) for pid in (await anyio.to_thread.run_sync(fifo.read_text)).split()]
 
+    pids: list[int] = []
+
+    async def collect() -> None:
+        pids.extend(await read_pids())
+
     async with anyio.create_task_group() as group:
-        pids: list[int] = []
-
-        async def collect() -> None:
-            pids.extend(await read_pids())
-
         group.start_soon(collect)
         done = await run_command_hook(
             f"sleep 1000 & echo \"$$ $!\" > '{fifo}'; wait", stdin=b"{}", cwd=tmp_path, env=ENV, timeout_s=0.5
         )
-    assert done.timed_out and done.exit_code is None
+        assert done.timed_out and done.exit_code is None
     for pid in pids:
         await wait_until_gone(pid)
 
@@ -59,6 +59,7 @@ async def test_a_timeout_kills_the_hook_and_what_it_started(tmp_path: Path) -> N
 async def test_cancelling_the_caller_kills_the_hook(tmp_path: Path) -> None:
     fifo = tmp_path / "pid"
     os.mkfifo(fifo)
+    shells: list[int] = []
     async with anyio.create_task_group() as group:
         group.start_soon(
             lambda: run_command_hook(
@@ -66,10 +67,10 @@ async def test_cancelling_the_caller_kills_the_hook(tmp_path: Path) -> None:
             )
         )
         with anyio.fail_after(10):
-            pid = int(await anyio.to_thread.run_sync(fifo.read_text))
-        assert is_running(pid)
+            shells.append(int(await anyio.to_thread.run_sync(fifo.read_text)))
+        assert is_running(shells[0])
         group.cancel_scope.cancel()
-    await wait_until_gone(pid)
+    await wait_until_gone(shells[0])
 
 
 async def test_a_hook_that_ignores_a_large_input_does_not_hang(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.processes import wait_until_gone
-from tests.support import MODES, connected, make_settings, text_of
+from tests.support import MODES, connected, last_results, make_settings, text_of
 
 from .scripts import agent_with_hooks, events, group, handler, recorder, script, settings_with_hooks
 
@@ -26,7 +26,7 @@ def task(agent: str, prompt: str = "Do it.") -> dict[str, str]:
 
 def quote_results(request: ModelRequest) -> ModelResponse:
     """The final answer quotes the last tool results, so tests see what the subagent saw."""
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 
@@ -123,7 +123,7 @@ async def test_context_from_subagent_start_and_post_tool_use_reaches_the_model(t
         await client.call_tool("Task", task("reader"))
     first_message = model.requests[0].messages[0]
     assert "The deploy target is staging." in "\n".join(first_message.context)  # type: ignore[union-attr]
-    [result] = model.requests[1].messages[-1].results  # type: ignore[union-attr]
+    [result] = last_results(model.requests[1])
     assert (
         "x = 1" in result.content and "<system-reminder>\nThis file is generated.\n</system-reminder>" in result.content
     )

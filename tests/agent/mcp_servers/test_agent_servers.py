@@ -21,7 +21,7 @@ from mcp_subagents.config.settings import Settings
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.processes import is_running, wait_until_gone
-from tests.support import CHECKOUT, MODES, TESTS, connected, make_settings, text_of, write_agent
+from tests.support import CHECKOUT, MODES, TESTS, connected, last_results, make_settings, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +35,7 @@ def task(agent: str, **more: Any) -> dict[str, Any]:
 
 
 def quote_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 
@@ -161,7 +161,7 @@ async def test_a_server_that_fails_to_start_is_named_and_the_task_runs_on(tmp_pa
     assert "OK: SHOUTED:OK" in body
     assert '[MCP server "db" was not available to the agent: failed to start' in body
     assert "its stderr ended with: no such database" in body
-    first_result = model.requests[1].messages[-1].results[0]  # type: ignore[union-attr]
+    first_result = last_results(model.requests[1])[0]
     assert (
         "'mcp__db__query' is not available: the MCP server 'db' that provides it is not running" in first_result.content
     )
@@ -212,9 +212,9 @@ async def test_user_scope_servers_in_claude_json_need_no_trust_and_variables_exp
     environ = {"GREETING_SOURCE": "hello from the server's environment", "OPENAI_API_KEY": "sk-should-not-leak"}
     async with connected(settings, model=model, environ={**environ, "PATH": os.environ["PATH"]}) as client:
         body = text_of(await client.call_tool("Task", task("named")))
-    results = [r.content for r in model.requests[1].messages[-1].results]  # type: ignore[union-attr]
+    results = [r.content for r in last_results(model.requests[1])]
     assert results[0] == "hello from the server's environment"
-    results = [r.content for r in model.requests[2].messages[-1].results]  # type: ignore[union-attr]
+    results = [r.content for r in last_results(model.requests[2])]
     assert results[0] == "plan b"
     assert "OK: <unset>" in body  # the provider key is not passed on to the agent's servers
     assert '[MCP server "missing" was not available to the agent: no server of that name' in body
