@@ -32,6 +32,10 @@ TESTS = Path(__file__).resolve().parent
 first on sys.path, and `tests/mcp/` would hide the MCP SDK."""
 CHECKOUT = TESTS.parent
 """The checkout: `.ci-node/` (the Node tools `.ci/run` installs), the docs, `.ci/`."""
+SANDBOX_PYTHON = f"{os.path.realpath(sys.executable)} -S"
+"""Python for commands run inside the Bash sandbox: the interpreter the venv's `python` links to, with the standard
+library only. Bubblewrap gives a command a /tmp of its own, where a venv under /tmp is missing; and no .pth file
+acts in there (coverage's, under --cov, would try to write its data file)."""
 TEST_API_KEY = "sk-ant-test-key-123"
 SYSTEM_PATH = "/usr/bin:/bin"
 

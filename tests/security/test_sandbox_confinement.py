@@ -7,7 +7,6 @@ reach the network, and leave processes behind.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import AsyncGenerator, Generator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from mcp_subagents.permissions.patterns import Bases, compile_path_pattern
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
 from mcp_subagents.sandbox.hidden import ReadDenials
 from mcp_subagents.tools import ToolContext, builtin_tools
+from tests.support import SANDBOX_PYTHON
 
 from .conftest import requires_bwrap, requires_socat, running_with_marker, unique_marker
 
@@ -244,7 +244,7 @@ def fetch(port: int, path: str = "/") -> str:
     code = (
         f"import urllib.request as u; print(u.urlopen('http://{ORIGIN_HOST}:{port}{path}', timeout=10).read().decode())"
     )
-    return f'{sys.executable} -c "{code}"'
+    return f'{SANDBOX_PYTHON} -c "{code}"'
 
 
 async def test_without_allowed_domains_there_is_no_network(machine: Machine) -> None:
