@@ -170,6 +170,10 @@ async def test_a_request_whose_model_process_dies_is_sent_again_from_the_server(
             os.kill(pid, signal.SIGKILL)
         assert answers[0].parts == (TextPart(text="answered after all"),)
         assert "sent again from the server process" in caplog.text
+        # The request learns of the death before the process is taken off the ready list: wait for that.
+        with anyio.fail_after(60):
+            while any(ready.process.pid == pid for ready in model.model_processes):
+                await model.wait_for_change()
         # The next overflow starts a new process.
         new_pid = await ready_process(model, fake)
         assert new_pid != pid
