@@ -126,6 +126,8 @@ def server_environment(
         environ |= provider_environment(fake, key)
     if sandbox is not None:
         environ["MCP_SUBAGENTS_SANDBOX"] = sandbox
+    if coverage := os.environ.get("COVERAGE_PROCESS_CONFIG"):
+        environ["COVERAGE_PROCESS_CONFIG"] = coverage  # under pytest --cov, the subprocess is measured too
     return environ | variables
 
 
