@@ -18,7 +18,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp import Client
 
 from mcp_subagents.config.settings import Settings
-from mcp_subagents.core.messages import ToolResult, ToolResultMessage
+from mcp_subagents.core.messages import ToolResult, ToolResultMessage, UserMessage
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import Model, ModelRequest
 from mcp_subagents.runtime.service import Subagents
@@ -174,6 +174,20 @@ def last_results(request: ModelRequest) -> tuple[ToolResult, ...]:
     message = request.messages[-1]
     assert isinstance(message, ToolResultMessage), message
     return message.results
+
+
+def user_message(request: ModelRequest, index: int = 0) -> UserMessage:
+    """The message at `index` of `request`, which must be the user's: the task's prompt, or a hook's follow-up."""
+    message = request.messages[index]
+    assert isinstance(message, UserMessage), message
+    return message
+
+
+def matched(pattern: str, text: str) -> str:
+    """The first group of `pattern`'s first match in `text`; the test fails, showing `text`, when there is none."""
+    found = re.search(pattern, text)
+    assert found is not None, f"no {pattern!r} in {text!r}"
+    return found.group(1)
 
 
 def json_object(value: object) -> TypeGuard[dict[str, Any]]:

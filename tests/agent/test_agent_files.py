@@ -90,7 +90,7 @@ async def test_claude_md_and_git_status_come_before_the_prompt(tmp_path: Path, f
     assert status.startswith("<system-reminder>\n") and "# gitStatus" in status
     assert "Current branch: main" in status and "Main branch (the usual target for pull requests): main" in status
     assert "Status:\n M notes.txt" in status
-    assert git(settings.cwd, "log", "--oneline", "-n1") in status  # type: ignore[arg-type]
+    assert settings.cwd is not None and git(settings.cwd, "log", "--oneline", "-n1") in status
     assert "Git user: Dev Person" in status
     assert prompt == "Read notes.txt and report the secret"
 

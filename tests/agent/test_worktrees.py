@@ -3,7 +3,6 @@ runs, kept and named when it changed something, removed with its branch when it 
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import pytest
 from mcp_subagents.config.settings import Settings
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import MODES, connected, make_settings, text_of, write_agent
+from tests.support import MODES, connected, make_settings, matched, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -69,8 +68,8 @@ async def test_an_agent_that_changes_something_leaves_its_worktree_and_branch_na
     )
     async with connected(settings, mode=mode, model=model) as client:
         body = text_of(await client.call_tool("Task", task("isolated")))
-    path = Path(re.search(r"worktreePath: (\S+)", body).group(1))  # type: ignore[union-attr]
-    branch = re.search(r"worktreeBranch: (\S+)", body).group(1)  # type: ignore[union-attr]
+    path = Path(matched(r"worktreePath: (\S+)", body))
+    branch = matched(r"worktreeBranch: (\S+)", body)
     assert path.parent == settings.cwd / ".claude" / "worktrees" and path.name.startswith("agent-")
     assert branch == f"worktree-{path.name}"
     assert "changed files: notes.txt, wt.txt" in body
@@ -100,17 +99,18 @@ async def test_tasks_isolation_parameter_isolates_any_agent_and_the_worktree_is_
     tmp_path: Path,
 ) -> None:
     settings = repository(tmp_path)
-    assert settings.cwd is not None
+    checkout = settings.cwd
+    assert checkout is not None
     seen: list[str] = []
 
     def look(_request: ModelRequest) -> ModelResponse:
-        seen.append(git(settings.cwd, "worktree", "list", "--porcelain"))  # type: ignore[arg-type]
+        seen.append(git(checkout, "worktree", "list", "--porcelain"))
         return text("done")
 
     async with connected(settings, model=ScriptedModel([look])) as client:
         body = text_of(await client.call_tool("Task", task("general-purpose", isolation="worktree")))
     assert "done" in body and "locked mcp-subagents: agent" in seen[0]
-    assert worktrees(settings.cwd) == [str(settings.cwd)]
+    assert worktrees(checkout) == [str(checkout)]
 
 
 async def test_outside_a_git_repository_isolation_is_a_clear_error(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ async def test_a_stopped_isolated_task_still_cleans_up_its_worktree(tmp_path: Pa
 
     async with connected(settings, model=ScriptedModel([hang])) as client:
         launched = text_of(await client.call_tool("Task", task("isolated", run_in_background=True)))
-        task_id = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        task_id = matched(r"task_id: (\w+)", launched)
         with anyio.fail_after(10):
             await arrived.wait()
         assert len(worktrees(settings.cwd)) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -14,8 +15,8 @@ SECRET = "sk-ant-redact-0123456789abcdef"
 
 @pytest.mark.parametrize("prefix", [b"", b"u", b"us", b"user:"])
 @pytest.mark.parametrize("encode", [base64.b64encode, base64.urlsafe_b64encode])
-def test_base64_at_every_alignment_loses_the_secret(prefix: bytes, encode: object) -> None:
-    encoded = encode(prefix + SECRET.encode() + b"!tail").decode()  # type: ignore[operator]
+def test_base64_at_every_alignment_loses_the_secret(prefix: bytes, encode: Callable[[bytes], bytes]) -> None:
+    encoded = encode(prefix + SECRET.encode() + b"!tail").decode()
     redacted = Redactor([SECRET])(f"Authorization: Basic {encoded}")
     assert REDACTED in redacted
     leftover = redacted.split("Basic ", 1)[1].replace(REDACTED, "")

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import CHECKOUT, MODES, connected, http_server, make_settings
+from tests.support import CHECKOUT, MODES, connected, http_server, make_settings, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -61,8 +61,8 @@ async def test_the_log_level_a_2025_host_sets_is_honoured(tmp_path: Path) -> Non
         loud = await client.call_tool("Task", TASK)
         with anyio.fail_after(5):
             await four_logged.wait()
-    quiet_id = quiet.content[0].text.split("task_id: ")[1].split(";")[0]  # type: ignore[union-attr]
-    loud_id = loud.content[0].text.split("task_id: ")[1].split(";")[0]  # type: ignore[union-attr]
+    quiet_id = text_of(quiet).split("task_id: ")[1].split(";")[0]
+    loud_id = text_of(loud).split("task_id: ")[1].split(";")[0]
     assert {entry["task_id"] for entry in logged} == {loud_id} and quiet_id != loud_id
     assert logged[0]["event"].startswith("[turn 1] assistant:")
 

@@ -4,7 +4,6 @@ and hosts that vanish mid-task."""
 from __future__ import annotations
 
 import json
-import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from mcp import Client
 
 from tests.fakes.fake_llm import FakeLLM, Turn, error, hang, malformed, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
-from tests.support import connected, http_server, make_settings, server_environment, text_of
+from tests.support import connected, http_server, make_settings, matched, server_environment, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -126,7 +125,7 @@ async def test_a_host_that_disconnects_mid_task_leaves_background_work_running(t
             async with Client(url, mode="legacy") as first:
                 background = {**TASK, "prompt": "in the background", "run_in_background": True}
                 launched = text_of(await first.call_tool("Task", background))
-                task_id = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+                task_id = matched(r"task_id: (\w+)", launched)
                 with anyio.move_on_after(0.3):  # the host goes away in the middle of a foreground call
                     await first.call_tool("Task", TASK)
             async with Client(url, mode="legacy") as second:

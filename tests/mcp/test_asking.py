@@ -12,7 +12,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from mcp_subagents.core.messages import ToolResultMessage
+from mcp_subagents.core.messages import TextPart, ToolResultMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call, tool_calls
 from tests.support import MODES, connected, make_settings, text_of
@@ -152,7 +152,9 @@ async def test_a_question_nobody_answers_times_out_into_a_denial(tmp_path: Path,
 
     def report(request: ModelRequest) -> ModelResponse:
         response = report_results(request)
-        final.append(response.parts[0].text)  # type: ignore[union-attr]
+        part = response.parts[0]
+        assert isinstance(part, TextPart)
+        final.append(part.text)
         reported.set()
         return response
 

@@ -10,6 +10,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
+from pydantic import FileUrl
 
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 from tests.support import MODES, http_server, server_environment, text_of
@@ -41,7 +42,7 @@ class Host:
 
     async def roots(self, context: object) -> types.ListRootsResult:
         self.roots_asked += 1
-        return types.ListRootsResult(roots=[types.Root(uri=f"file://{self.project}")])  # type: ignore[arg-type]
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(f"file://{self.project}"))])
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from pydantic import FileUrl
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
@@ -19,7 +20,7 @@ TASK = {"description": "read", "prompt": "Read it.", "subagent_type": "general-p
 
 def roots_callback(*folders: Path):
     async def list_roots(_context: object) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=f"file://{folder}") for folder in folders])  # type: ignore[arg-type]
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(f"file://{folder}")) for folder in folders])
 
     return list_roots
 

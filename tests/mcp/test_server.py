@@ -8,7 +8,7 @@ from mcp import Client
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import MODES, connected, last_results, make_settings, running_app, text_of, write_agent
+from tests.support import MODES, connected, last_results, make_settings, running_app, text_of, user_message, write_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("mode", MODES)]
 
@@ -114,7 +114,7 @@ async def test_task_runs_a_subagent_and_returns_its_result(tmp_path: Path, mode:
     body = text_of(result)
     assert body.startswith('<task_result agent="general-purpose">the thing is in a.py</task_result>')
     assert "turns: 1" in body and "tool_uses: 0" in body
-    assert model.requests[0].messages[0].content == "Find the thing."  # type: ignore[union-attr]
+    assert user_message(model.requests[0]).content == "Find the thing."
 
 
 async def test_task_reads_a_real_file_through_the_read_tool(tmp_path: Path, mode: str) -> None:

@@ -25,7 +25,7 @@ from mcp_subagents.core.processes import process_alive
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.models.base import ModelResponse
-from mcp_subagents.models.providers import ProviderConfig
+from mcp_subagents.models.providers import ProviderConfig, ProviderName
 from mcp_subagents.models.spread import SPREAD_AT, SpreadModel
 from tests.fakes.fake_llm import FakeLLM, Step, error, hang, text, tool_use, turn
 from tests.models.adapters import ANTHROPIC, READ
@@ -182,7 +182,7 @@ async def test_a_request_whose_model_process_dies_is_sent_again_from_the_server(
 async def test_a_model_process_that_cannot_start_leaves_the_requests_to_the_server(
     fake: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broken: Any = ProviderConfig(name="no-such-provider", api_key="k", base_url=None)  # type: ignore[arg-type]
+    broken = ProviderConfig(name=cast(ProviderName, "no-such-provider"), api_key="k", base_url=None)
     caplog.set_level(logging.WARNING)
     async with spread_model(fake, config=broken) as model:
         fake.default = turn(text("from the server"))

@@ -14,7 +14,7 @@ import pytest
 from mcp_subagents.core.messages import ToolCall, ToolResultMessage, UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
-from tests.support import MODES, connected, last_results, make_settings, text_of, write_agent
+from tests.support import MODES, connected, last_results, make_settings, matched, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -156,7 +156,7 @@ async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path)
 
     async with connected(make_settings(tmp_path, max_concurrent=1), model=FunctionModel(respond)) as client:
         launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
-        parent = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        parent = matched(r"task_id: (\w+)", launched)
         with anyio.fail_after(10):
             await first_asks.wait()
         status = text_of(await client.call_tool("TaskOutput", {"task_id": parent, "block": False}))
@@ -191,11 +191,11 @@ async def test_stopping_the_parent_stops_the_nested_task(tmp_path: Path) -> None
 
     async with connected(make_settings(tmp_path), model=FunctionModel(respond)) as client:
         launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
-        parent = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        parent = matched(r"task_id: (\w+)", launched)
         with anyio.fail_after(10):
             await arrived.wait()
         running = text_of(await client.call_tool("TaskOutput", {"task_id": parent, "block": False}))
-        child = re.search(r"<subtasks>\n- (\w+) ", running).group(1)  # type: ignore[union-attr]
+        child = matched(r"<subtasks>\n- (\w+) ", running)
         with anyio.fail_after(10):
             await client.call_tool("TaskStop", {"task_id": parent})
         child_status = text_of(await client.call_tool("TaskOutput", {"task_id": child, "block": False}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,16 +20,18 @@ from mcp_subagents.tools import builtin_tools
 
 
 def definition(**fields: object) -> AgentDefinition:
-    return AgentDefinition(name="a", description="d", prompt="p", source="project", **fields)  # type: ignore[arg-type]
+    return replace(AgentDefinition(name="a", description="d", prompt="p", source="project"), **fields)
 
 
 def test_provider_is_chosen_by_flag_then_by_which_variables_are_set() -> None:
     both = {"ANTHROPIC_API_KEY": "sk-very-secret", "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}
-    assert provider_config(None, both).name == "anthropic"  # type: ignore[union-attr]
-    assert provider_config("openai", both).name == "openai"  # type: ignore[union-attr]
+    by_variables, by_flag = provider_config(None, both), provider_config("openai", both)
+    assert by_variables is not None and by_variables.name == "anthropic"
+    assert by_flag is not None and by_flag.name == "openai"
     local = provider_config(None, {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"})
     assert local is not None and local.name == "openai" and local.api_key == "not-needed"
-    assert provider_config(None, {"ANTHROPIC_AUTH_TOKEN": "t"}).api_key == "t"  # type: ignore[union-attr]
+    by_token = provider_config(None, {"ANTHROPIC_AUTH_TOKEN": "t"})
+    assert by_token is not None and by_token.api_key == "t"
     assert provider_config(None, {}) is None
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         provider_config("anthropic", {})

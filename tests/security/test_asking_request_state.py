@@ -112,11 +112,15 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
     assert [p["progress"] for p in server.progress if p["progressToken"] == "p5"] == [5]  # keeps rising across rounds
 
 
+async def never_asked(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    raise AssertionError("a 2026-era host is asked through input requests, never through elicitation/create")
+
+
 async def test_a_state_from_another_server_process_is_refused(tmp_path: Path) -> None:
     model = ScriptedModel([tool_call("Bash", {"command": "make"}), text("done")])
     async with running_app(make_settings(tmp_path), model=model) as app:
         async with (
-            Client(build_server(app), elicitation_callback=lambda *_: None) as client,  # type: ignore[arg-type]
+            Client(build_server(app), elicitation_callback=never_asked) as client,
             Client(build_server(app)) as other_server,  # same tasks, another process's key
         ):
             asked = await client.session.call_tool("Task", TASK, allow_input_required=True)

@@ -67,7 +67,8 @@ async def test_a_trusted_repositorys_hooks_run(tmp_path: Path, how: str) -> None
     else:
         settings = make_settings(tmp_path, permission_mode="bypassPermissions", trust_projects=(settings.cwd,))
     pwned = tmp_path / "pwned"
-    plant_repository_hooks(settings.cwd, pwned)  # type: ignore[arg-type]
+    assert settings.cwd is not None
+    plant_repository_hooks(settings.cwd, pwned)
     model = ScriptedModel([tool_call("Bash", {"command": "echo hi"}), text("done")])
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", TASK)

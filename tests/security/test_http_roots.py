@@ -8,6 +8,7 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from pydantic import FileUrl
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
@@ -23,7 +24,7 @@ TASK = {"description": "read", "prompt": "Read it.", "subagent_type": "general-p
 
 def offering(*uris: str):
     async def list_roots(_context: object) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])  # type: ignore[arg-type]
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(uri)) for uri in uris])
 
     return list_roots
 

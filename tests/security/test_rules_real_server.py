@@ -6,7 +6,6 @@ Each attack here got through before the fix; every one must now fail and leave i
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -18,7 +17,7 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
-from tests.support import json_object
+from tests.support import json_object, matched
 
 pytestmark = pytest.mark.anyio
 
@@ -84,7 +83,7 @@ class Client:
         answer = await self.server.call_tool("Task", task(tool, arguments, background=background))
         if not background:
             return answer
-        task_id = re.search(r"task_id: (\w+)", answer).group(1)  # type: ignore[union-attr]
+        task_id = matched(r"task_id: (\w+)", answer)
         return await self.server.call_tool("TaskOutput", {"task_id": task_id, "timeout": 60000})
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 
@@ -17,7 +18,7 @@ from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
 from tests.processes import is_running, wait_until_gone
-from tests.support import MODES, connected, make_settings, running_app, text_of, write_agent
+from tests.support import MODES, connected, make_settings, matched, running_app, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +56,7 @@ async def test_background_task_returns_at_once_and_task_output_delivers_the_resu
         launched = await client.call_tool("Task", {**TASK, "run_in_background": True})
         body = text_of(launched)
         task_id = task_id_in(body)
-        output_file = Path(re.search(r"output_file: (\S+)", body).group(1))  # type: ignore[union-attr]
+        output_file = Path(matched(r"output_file: (\S+)", body))
         assert "TaskOutput" in body and output_file.is_file()
         with anyio.fail_after(5):
             await model.arrived.wait()
@@ -296,8 +297,8 @@ async def test_function_model_is_usable_for_tests(tmp_path: Path) -> None:
 async def test_hosts_that_accept_log_notifications_receive_subagent_events(tmp_path: Path) -> None:
     logged: list[dict[str, str]] = []
 
-    async def on_log(params: object) -> None:
-        logged.append(params.data)  # type: ignore[attr-defined]
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logged.append(params.data)
 
     model = ScriptedModel([tool_call("Glob", {"pattern": "*"}, say="Looking."), text("done")])
     async with connected(make_settings(tmp_path), mode="legacy", model=model, logging_callback=on_log) as client:

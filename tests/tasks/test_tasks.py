@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -32,7 +33,7 @@ def result(text: str = "done") -> RunResult:
 
 @asynccontextmanager
 async def manager(tmp_path: Path, **limits: float) -> AsyncGenerator[TaskManager]:
-    tasks = TaskManager(state_dir=tmp_path / "state", limits=TaskLimits(**limits), texts=OUTPUT_FILE_TEXTS)  # type: ignore[arg-type]
+    tasks = TaskManager(state_dir=tmp_path / "state", limits=replace(TaskLimits(), **limits), texts=OUTPUT_FILE_TEXTS)
     async with tasks.running():
         yield tasks
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
 from tests.processes import wait_until_gone
-from tests.support import MODES, TESTS, server_environment, text_of, write_agent
+from tests.support import MODES, TESTS, matched, server_environment, text_of, write_agent
 
 from .scripts import group, handler, script
 
@@ -52,4 +51,4 @@ async def test_noisy_hooks_and_an_agent_server_leave_the_stdio_protocol_intact(
     assert [tool.name for tool in tools.tools] == ["Task", "TaskOutput", "TaskStop"]
     tool_result = fake.requests[1]["body"]["messages"][-1]["content"][0]
     assert "SHOUTED:OVER STDIO" in json.dumps(tool_result)
-    await wait_until_gone(int(re.search(r"started pid=(\d+)", log.read_text(encoding="utf-8")).group(1)))  # type: ignore[union-attr]
+    await wait_until_gone(int(matched(r"started pid=(\d+)", log.read_text(encoding="utf-8"))))

@@ -10,14 +10,20 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_subagents.config.settings import Settings
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.processes import wait_until_gone
-from tests.support import MODES, connected, last_results, make_settings, text_of
+from tests.support import MODES, connected, last_results, make_settings, text_of, user_message
 
 from .scripts import agent_with_hooks, events, group, handler, recorder, script, settings_with_hooks
 
 pytestmark = pytest.mark.anyio
+
+
+def user_settings(settings: Settings) -> Path:
+    assert settings.user_settings_file is not None
+    return settings.user_settings_file
 
 
 def task(agent: str, prompt: str = "Do it.") -> dict[str, str]:
@@ -61,7 +67,7 @@ async def test_settings_hooks_with_an_if_rule_deny_by_json_and_skip_other_comman
     guard = recorder(tmp_path / "hooks", "guard.sh", log, then=f"echo '{json.dumps(deny)}'")
     settings = make_settings(tmp_path, permission_mode="bypassPermissions")
     settings_with_hooks(
-        settings.user_settings_file,  # type: ignore[arg-type]
+        user_settings(settings),
         {"PreToolUse": [group(handler(guard, **{"if": "Bash(git push *)"}), matcher="Bash")]},
     )
     model = ScriptedModel(
@@ -107,7 +113,7 @@ async def test_context_from_subagent_start_and_post_tool_use_reaches_the_model(t
     (settings.cwd / "gen.py").write_text("x = 1\n", encoding="utf-8")
     hooks_dir = tmp_path / "hooks"
     settings_with_hooks(
-        settings.user_settings_file,  # type: ignore[arg-type]
+        user_settings(settings),
         {
             "SubagentStart": [
                 group(handler(script(hooks_dir, "start.sh", f"echo '{json.dumps(start)}'")), matcher="reader")
@@ -121,8 +127,8 @@ async def test_context_from_subagent_start_and_post_tool_use_reaches_the_model(t
     model = ScriptedModel([tool_call("Read", {"file_path": "gen.py"}), text("read it")])
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", task("reader"))
-    first_message = model.requests[0].messages[0]
-    assert "The deploy target is staging." in "\n".join(first_message.context)  # type: ignore[union-attr]
+    first_message = user_message(model.requests[0])
+    assert "The deploy target is staging." in "\n".join(first_message.context)
     [result] = last_results(model.requests[1])
     assert (
         "x = 1" in result.content and "<system-reminder>\nThis file is generated.\n</system-reminder>" in result.content
@@ -176,7 +182,7 @@ async def test_subagent_stop_block_keeps_the_agent_going_with_the_reason(tmp_pat
     async with connected(settings, mode=mode, model=model) as client:
         body = text_of(await client.call_tool("Task", task("thorough")))
     assert '<task_result agent="thorough">first answer, and I read notes.txt</task_result>' in body
-    assert model.requests[1].messages[-1].content == "Also list the files you read."  # type: ignore[union-attr]
+    assert user_message(model.requests[1], -1).content == "Also list the files you read."
     first, second = events(log)
     assert (first["stop_hook_active"], second["stop_hook_active"]) == (False, True)
     assert first["last_assistant_message"] == "first answer"
@@ -227,7 +233,7 @@ async def test_a_permission_request_hook_answers_for_the_person(tmp_path: Path) 
     settings = make_settings(tmp_path)  # default mode: Write and WebFetch would ask; nobody can be asked here
     assert settings.cwd is not None
     settings_with_hooks(
-        settings.user_settings_file,  # type: ignore[arg-type]
+        user_settings(settings),
         {
             "PermissionRequest": [
                 group(handler(script(hooks_dir, "allow.sh", f"echo '{json.dumps(allow)}'")), matcher="Write"),
@@ -254,7 +260,7 @@ async def test_post_tool_use_failure_gets_the_error_and_events_come_in_claude_co
     settings = make_settings(tmp_path, permission_mode="bypassPermissions")
     assert settings.user_agents_dir is not None
     settings_with_hooks(
-        settings.user_settings_file,  # type: ignore[arg-type]
+        user_settings(settings),
         {"SubagentStop": [group(handler(recorder(hooks_dir, "settings-stop.sh", log)))]},
     )
     every = group(handler(recorder(hooks_dir, "agent.sh", log)))

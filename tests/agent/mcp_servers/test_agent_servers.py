@@ -21,7 +21,18 @@ from mcp_subagents.config.settings import Settings
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.processes import is_running, wait_until_gone
-from tests.support import CHECKOUT, MODES, TESTS, connected, last_results, make_settings, text_of, write_agent
+from tests.support import (
+    CHECKOUT,
+    MODES,
+    TESTS,
+    connected,
+    last_results,
+    make_settings,
+    matched,
+    text_of,
+    user_message,
+    write_agent,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +133,7 @@ async def test_task_stop_leaves_no_server_process_behind(tmp_path: Path) -> None
     settings, model, fifo = _spawner(tmp_path)
     async with connected(settings, model=model) as client:
         launched = text_of(await client.call_tool("Task", task("spawner", run_in_background=True)))
-        task_id = re.search(r"task_id: (\w+)", launched).group(1)  # type: ignore[union-attr]
+        task_id = matched(r"task_id: (\w+)", launched)
         with anyio.fail_after(30):
             server, sleeper = map(int, (await anyio.to_thread.run_sync(fifo.read_text)).split())
         assert is_running(server) and is_running(sleeper)
@@ -165,7 +176,7 @@ async def test_a_server_that_fails_to_start_is_named_and_the_task_runs_on(tmp_pa
     assert (
         "'mcp__db__query' is not available: the MCP server 'db' that provides it is not running" in first_result.content
     )
-    opening = "\n".join(model.requests[0].messages[0].context)  # type: ignore[union-attr]
+    opening = "\n".join(user_message(model.requests[0]).context)
     assert "- db: failed to start" in opening
 
 
