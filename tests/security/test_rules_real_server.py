@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
-from tests.support import json_object, matched
+from tests.support import json_object, matched, server_environment
 
 pytestmark = pytest.mark.anyio
 
@@ -48,25 +48,22 @@ def task(tool: str, arguments: dict[str, Any], *, background: bool = False) -> d
 
 @asynccontextmanager
 async def serving(tmp_path: Path, fake: FakeLLM, *, mode: str, permissions: dict[str, Any]) -> AsyncGenerator[Any]:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
     settings = tmp_path / f"settings-{mode}.json"
     settings.write_text(json.dumps({"permissions": permissions}), encoding="utf-8")
     fake.default = follow_the_prompt
-    environ = {
-        "HOME": str(tmp_path / "home"),
-        "PATH": "/usr/bin:/bin",
-        "ANTHROPIC_API_KEY": "sk-ant-rules-attack-0123456789",
-        "ANTHROPIC_BASE_URL": fake.url,
-        "MCP_SUBAGENTS_CWD": str(work),
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / f"state-{mode}"),
-        "MCP_SUBAGENTS_PERMISSION_MODE": mode,
-        "MCP_SUBAGENTS_SETTINGS": str(settings),
-        "MCP_SUBAGENTS_MANAGED_SETTINGS_FILE": str(tmp_path / "managed" / "managed-settings.json"),
-        "MCP_SUBAGENTS_WATCH_INTERVAL": "0",
-        # The rules themselves are under attack here: with the sandbox on, every command would run confined.
-        "MCP_SUBAGENTS_SANDBOX": "off",
-    }
+    # The rules themselves are under attack here: with the sandbox on, every command would run confined.
+    environ = server_environment(
+        tmp_path / "home",
+        fake=fake,
+        key="sk-ant-rules-attack-0123456789",
+        work=tmp_path / "work",
+        state=tmp_path / f"state-{mode}",
+        sandbox="off",
+        MCP_SUBAGENTS_PERMISSION_MODE=mode,
+        MCP_SUBAGENTS_SETTINGS=str(settings),
+        MCP_SUBAGENTS_MANAGED_SETTINGS_FILE=str(tmp_path / "managed" / "managed-settings.json"),
+        MCP_SUBAGENTS_WATCH_INTERVAL="0",
+    )
     with anyio.fail_after(120):
         server = await RawStdioServer.start(environ)
         try:
