@@ -19,7 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,11 +218,11 @@ async def gc_pauses(root: Path, tasks: int) -> tuple[Pauses, Pauses]:
     return frozen, unfrozen
 
 
-async def _timed_pauses(run: Callable[[int], object], tasks: int) -> Pauses:
+async def _timed_pauses(run: Callable[[int], Awaitable[object]], tasks: int) -> Pauses:
     clock = PauseClock()
     gc.callbacks.append(clock)
     try:
-        await run(tasks)  # type: ignore[misc]
+        await run(tasks)
     finally:
         gc.callbacks.remove(clock)
     pauses = [pause * 1000 for pause in clock.pauses]

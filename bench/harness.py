@@ -197,7 +197,7 @@ class StdioServer:
             raise BenchError(f"{name} failed: {text}")
         return text
 
-    async def _read(self, stdout: BufferedByteReceiveStream) -> None:
+    async def read_answers(self, stdout: BufferedByteReceiveStream) -> None:
         while True:
             try:
                 line = await stdout.receive_until(b"\n", 64 * 1024 * 1024)
@@ -212,8 +212,7 @@ class StdioServer:
                 if request_id is not None:  # a request from the server (roots, elicitation): not used here
                     await self.send({"jsonrpc": "2.0", "id": request_id, "result": {}})
                 continue
-            waiter = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
-            if waiter is not None:
+            if isinstance(request_id, int) and (waiter := self._pending.pop(request_id, None)) is not None:
                 self._answers[request_id] = message
                 waiter.set()
 
@@ -235,7 +234,7 @@ async def stdio_server(
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_collect, process.stderr, stderr)
-            group.start_soon(server._read, BufferedByteReceiveStream(process.stdout))
+            group.start_soon(server.read_answers, BufferedByteReceiveStream(process.stdout))
             with anyio.fail_after(60):
                 await server.request(
                     "initialize",

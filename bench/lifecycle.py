@@ -82,6 +82,12 @@ def text_of(result: Any) -> str:
     return "".join(getattr(block, "text", "") for block in result.content)
 
 
+def task_id_in(text: str) -> str:
+    found = re.search(r"task_id: (\w+)", text)
+    assert found is not None, text
+    return found.group(1)
+
+
 def lifecycle_app(root: Path, url: str, plan: Plan) -> Subagents:
     # The Bash command reports its host pid through a fifo in /tmp: the sandbox would hide both.
     return in_process_app(root, url, max_concurrent=plan.concurrency, sandbox="off")
@@ -101,7 +107,7 @@ async def many_background_tasks(client: Client, plan: Plan) -> tuple[float, int]
                 "run_in_background": True,
             },
         )
-        ids.append(re.search(r"task_id: (\w+)", text_of(launched)).group(1))  # type: ignore[union-attr]
+        ids.append(task_id_in(text_of(launched)))
     correct = 0
     for number, task_id in enumerate(ids):
         while "<status>completed</status>" not in (
@@ -149,7 +155,7 @@ async def stop_to_gone(client: Client, fake: FakeLLM, root: Path) -> float:
         "Task",
         {"description": "sleep", "prompt": "sleep", "subagent_type": "general-purpose", "run_in_background": True},
     )
-    task_id = re.search(r"task_id: (\w+)", text_of(launched)).group(1)  # type: ignore[union-attr]
+    task_id = task_id_in(text_of(launched))
     with anyio.fail_after(30):
         pid = int(await anyio.to_thread.run_sync(fifo.read_text))
     pidfd = os.pidfd_open(pid)

@@ -33,7 +33,7 @@ def _turn(body: dict[str, Any], tool_turns: int) -> list[bytes]:
     number = next(_ids)
     done = sum(1 for message in body["messages"] if message["role"] == "assistant")
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-    shell = {
+    shell: dict[str, Any] = {
         "id": f"msg_light_{number}",
         "type": "message",
         "role": "assistant",
@@ -44,6 +44,7 @@ def _turn(body: dict[str, Any], tool_turns: int) -> list[bytes]:
         "usage": usage,
     }
     events = [_event("message_start", {"type": "message_start", "message": shell})]
+    block: dict[str, Any]
     if done < tool_turns:
         block = {"type": "tool_use", "id": f"toolu_light_{number}", "name": "TodoWrite", "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(TODOS)}
@@ -93,8 +94,12 @@ async def main(tool_turns: int, latency: float) -> None:
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.listeners[0].extra(SocketAttribute.local_port)
     print(f"http://127.0.0.1:{port}", flush=True)
+
+    async def serve(stream: SocketStream) -> None:
+        await _serve(stream, tool_turns, latency)
+
     async with listener, anyio.create_task_group() as group:
-        group.start_soon(listener.serve, lambda stream: _serve(stream, tool_turns, latency))
+        group.start_soon(listener.serve, serve)
         await anyio.to_thread.run_sync(sys.stdin.read)
         group.cancel_scope.cancel()
 

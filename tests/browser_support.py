@@ -11,9 +11,12 @@ import shutil
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 CHROMIUM = os.environ.get("MCP_SUBAGENTS_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -38,8 +41,8 @@ def chromium_or_skip() -> str:
 
 
 @asynccontextmanager
-async def chromium_page(width: int = 1100, height: int = 700) -> AsyncGenerator[Any]:
-    """A fresh page in headless Chromium; yields Playwright's `Page`."""
+async def chromium_page(width: int = 1100, height: int = 700) -> AsyncGenerator[Page]:
+    """A fresh page in headless Chromium."""
     executable = chromium_or_skip()
     from playwright.async_api import async_playwright
 

@@ -38,7 +38,7 @@ def typecheck(path: str) -> subprocess.CompletedProcess[str]:
     [
         (0, 0, ""),
         (1, 1, "pyright found type errors"),
-        (2, 1, "pyright could not run (exit 2), so the package was not type-checked; failing"),
+        (2, 1, "pyright could not run (exit 2), so nothing was type-checked; failing"),
     ],
 )
 def test_the_type_check_fails_when_pyright_fails_or_cannot_run(
@@ -47,7 +47,7 @@ def test_the_type_check_fails_when_pyright_fails_or_cannot_run(
     bin_dir = fake_pyright(tmp_path / "bin", exit_code)
     run = typecheck(f"{bin_dir}:/usr/bin:/bin")
     assert run.returncode == expected, run.stderr
-    assert "pyright ran with --pythonpath" in run.stdout and run.stdout.rstrip().endswith("mcp_subagents")
+    assert "pyright ran with --pythonpath" in run.stdout and run.stdout.rstrip().endswith("mcp_subagents tests bench")
     assert message in run.stderr
 
 

@@ -11,6 +11,7 @@ from types import ModuleType
 import pytest
 
 import mcp_subagents
+from tests.support import server_environment
 
 INCLUDED_PRIVATE_MEMBERS = ["__version__"]
 
@@ -40,7 +41,7 @@ def test_importing_the_package_loads_no_member_until_asked() -> None:
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Runtime'"):
-        mcp_subagents.Runtime  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
+        mcp_subagents.Runtime  # noqa: B018
 
 
 def test_every_export_comes_from_the_package_and_is_documented() -> None:
@@ -77,7 +78,7 @@ def test_the_docs_python_example_runs(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-c", example],
         cwd=tmp_path,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=server_environment(tmp_path),
         capture_output=True,
         text=True,
         timeout=60,

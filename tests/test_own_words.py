@@ -35,8 +35,7 @@ from mcp_subagents.core.messages import UserMessage
 from mcp_subagents.definitions import builtin_agents_dir, parse_definition
 from tests.fakes.fake_llm import FakeLLM, tool_use, turn
 from tests.fakes.fake_llm import text as reply
-
-from .support import SHARED, connected, make_settings, require_shared, text_of, write_agent
+from tests.support import SHARED, connected, make_settings, provider_environment, require_shared, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -200,7 +199,7 @@ async def served_texts(tmp_path: Path, fake: FakeLLM) -> list[Passage]:
     """The host tools, and what one worktree run of `scout` sends to the model and answers the host."""
     settings = project(tmp_path)
     fake.push(turn(tool_use("Skill", {"skill": "tidy"})), turn(reply("DONE")))
-    environ = {"ANTHROPIC_API_KEY": "sk-ant-test-own-words-0123456789", "ANTHROPIC_BASE_URL": fake.url}
+    environ = provider_environment(fake, "sk-ant-test-own-words-0123456789")
     task = {"description": "look", "prompt": "LOOK", "subagent_type": "scout", "isolation": "worktree"}
     async with connected(settings, environ=environ) as client:
         listed = await client.list_tools()

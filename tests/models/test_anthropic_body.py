@@ -3,6 +3,8 @@ their first encoding: every request still carries its own system prompt and tool
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from mcp_subagents.core.messages import ToolDefinition, UserMessage
@@ -21,9 +23,8 @@ def provider() -> Provider:
 
 
 def request(system: str, tools: tuple[ToolDefinition, ...], **options: object) -> ModelRequest:
-    return ModelRequest(
-        model="claude-sonnet-5-5", system=system, messages=(UserMessage(content="hi"),), tools=tools, **options
-    )  # type: ignore[arg-type]
+    plain = ModelRequest(model="claude-sonnet-5-5", system=system, messages=(UserMessage(content="hi"),), tools=tools)
+    return replace(plain, **options)
 
 
 async def test_interleaved_runs_each_send_their_own_system_prompt_and_tools(

@@ -39,7 +39,10 @@ def _events(*events: tuple[str, dict[str, Any]], separator: str = "\n") -> bytes
     ).encode()
 
 
-START = ("message_start", {"type": "message_start", "message": {"model": "m", "content": [], "usage": {}}})
+START: tuple[str, dict[str, Any]] = (
+    "message_start",
+    {"type": "message_start", "message": {"model": "m", "content": [], "usage": {}}},
+)
 
 
 def _one_text_block(words: str) -> list[tuple[str, dict[str, Any]]]:
@@ -151,9 +154,9 @@ async def test_what_cannot_be_read_is_a_value_error_that_says_why(body: bytes, s
 
 
 async def test_a_tool_input_cut_off_mid_string_keeps_what_is_complete() -> None:
-    block = {"type": "tool_use", "id": "t1", "name": "Write", "input": {}}
+    block: dict[str, Any] = {"type": "tool_use", "id": "t1", "name": "Write", "input": {}}
     deltas = ['{"path": "a.txt", "con', 'tent": "half of it']
-    events = [
+    events: list[tuple[str, dict[str, Any]]] = [
         START,
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
         *[

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 
 import anyio
@@ -94,7 +94,7 @@ async def test_connection_refused(make_model: MakeModel, provider: Provider) -> 
 
 
 @asynccontextmanager
-async def _server_that_hangs_up() -> AsyncIterator[str]:
+async def _server_that_hangs_up() -> AsyncGenerator[str]:
     """A server that reads a request and closes the connection without a word: the base URL."""
 
     async def hang_up(stream: SocketStream) -> None:

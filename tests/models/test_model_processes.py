@@ -9,7 +9,7 @@ import os
 import re
 import signal
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -25,12 +25,12 @@ from mcp_subagents.core.processes import process_alive
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.anthropic import AnthropicModel
 from mcp_subagents.models.base import ModelResponse
-from mcp_subagents.models.providers import ProviderConfig
+from mcp_subagents.models.providers import ProviderConfig, ProviderName
 from mcp_subagents.models.spread import SPREAD_AT, SpreadModel
 from tests.fakes.fake_llm import FakeLLM, Step, error, hang, text, tool_use, turn
 from tests.models.adapters import ANTHROPIC, READ
 from tests.processes import wait_until_gone
-from tests.support import make_settings, running_app, text_of, write_agent
+from tests.support import make_settings, provider_environment, running_app, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +40,7 @@ ask = ANTHROPIC.ask
 @asynccontextmanager
 async def spread_model(
     fake: FakeLLM, *, spread_at: int = 0, processes: int = 1, config: ProviderConfig | None = None
-) -> AsyncIterator[SpreadModel]:
+) -> AsyncGenerator[SpreadModel]:
     """A SpreadModel over the fake API that sends every request beyond `spread_at` in flight to a model process."""
     options = ANTHROPIC.options(fake.url)
     local = AnthropicModel(**options)
@@ -170,6 +170,10 @@ async def test_a_request_whose_model_process_dies_is_sent_again_from_the_server(
             os.kill(pid, signal.SIGKILL)
         assert answers[0].parts == (TextPart(text="answered after all"),)
         assert "sent again from the server process" in caplog.text
+        # The request learns of the death before the process is taken off the ready list: wait for that.
+        with anyio.fail_after(60):
+            while any(ready.process.pid == pid for ready in model.model_processes):
+                await model.wait_for_change()
         # The next overflow starts a new process.
         new_pid = await ready_process(model, fake)
         assert new_pid != pid
@@ -178,7 +182,7 @@ async def test_a_request_whose_model_process_dies_is_sent_again_from_the_server(
 async def test_a_model_process_that_cannot_start_leaves_the_requests_to_the_server(
     fake: FakeLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
-    broken: Any = ProviderConfig(name="no-such-provider", api_key="k", base_url=None)  # type: ignore[arg-type]
+    broken = ProviderConfig(name=cast(ProviderName, "no-such-provider"), api_key="k", base_url=None)
     caplog.set_level(logging.WARNING)
     async with spread_model(fake, config=broken) as model:
         fake.default = turn(text("from the server"))
@@ -244,7 +248,7 @@ async def test_a_busy_server_answers_tasks_from_its_model_process(tmp_path: Path
 
     fake.default = echo
     fake.latency = 0.3
-    environ = {"ANTHROPIC_API_KEY": ANTHROPIC.key, "ANTHROPIC_BASE_URL": fake.url}
+    environ = provider_environment(fake, ANTHROPIC.key)
     async with running_app(settings, environ=environ) as app, Client(build_server(app), mode="legacy") as client:
 
         async def wave(label: str) -> list[str]:

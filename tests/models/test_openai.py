@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import openai
 import pytest
@@ -85,7 +86,7 @@ async def test_the_body_is_what_chat_completions_create_sends(
     assert ours["headers"]["authorization"] == f"Bearer {KEY}"
 
 
-_ODD = [
+_ODD: list[dict[str, Any] | int] = [
     {"id": "c1", "model": "served-model", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},
     {"choices": None},
     5,

@@ -56,7 +56,7 @@ async def test_a_hooks_ask_asks_even_where_an_allow_rule_allows(tmp_path: Path) 
 
 async def test_a_hooks_allow_skips_the_modes_question_only(tmp_path: Path) -> None:
     person = Person(DECLINED)
-    write = {"file_path": "a.txt", "content": "x"}
+    write: dict[str, object] = {"file_path": "a.txt", "content": "x"}
     default = PermissionPolicy(cwd=tmp_path)
     assert await check(default, "Write", write, "allow", person) == "allowed" and person.asked == []
     plan = PermissionPolicy(cwd=tmp_path, mode="plan")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, decide
 from mcp_subagents.permissions.bash import split_command
 from mcp_subagents.permissions.read_only import Reads, read_only
+from tests.support import RuleLists
 
 
 def classify(command: str) -> list[Reads | None]:
@@ -132,7 +134,7 @@ def project(tmp_path: Path) -> Path:
     return work
 
 
-def decision(project: Path, command: str, *, mode: str = "default", **rules: list[str]) -> str:
+def decision(project: Path, command: str, *, mode: str = "default", **rules: Unpack[RuleLists]) -> str:
     policy = PermissionPolicy(cwd=project, mode=mode, rules=PermissionRules.of(**rules), home=project.parent / "home")
     return decide(policy, "Bash", {"command": command}).decision
 
@@ -161,7 +163,7 @@ def test_a_read_allow_rule_covers_reading_outside(project: Path) -> None:
      "cat < .env", "git -C sub status && cat sub/.env", "git show HEAD:.env"],
 )  # fmt: skip
 def test_a_read_deny_rule_denies_a_command_that_names_the_file(project: Path, command: str) -> None:
-    rules = {"deny": ["Read(**/.env)", "Read(conf/secret.txt)"], "allow": ["Bash(cat *)", "Bash(head *)"]}
+    rules: RuleLists = {"deny": ["Read(**/.env)", "Read(conf/secret.txt)"], "allow": ["Bash(cat *)", "Bash(head *)"]}
     assert decision(project, command, **rules) == "deny", command
 
 

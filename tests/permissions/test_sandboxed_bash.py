@@ -8,12 +8,14 @@ in bypassPermissions mode.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, Verdict, decide
 from mcp_subagents.permissions.context import BashRuns
 from mcp_subagents.permissions.protected import ProtectedPaths
+from tests.support import RuleLists
 
 
 def verdict(
@@ -25,7 +27,7 @@ def verdict(
     runs: BashRuns = "sandboxed",
     auto_allow: bool = True,
     too_wide: str | None = None,
-    **rules: list[str],
+    **rules: Unpack[RuleLists],
 ) -> Verdict:
     policy = PermissionPolicy(
         cwd=tmp_path,
@@ -99,7 +101,7 @@ def test_only_an_allow_rule_that_matches_or_bypass_mode_lets_it_leave(tmp_path: 
 
 
 def test_deny_and_ask_rules_and_other_modes_still_decide_first_for_a_command_that_leaves(tmp_path: Path) -> None:
-    rules = {"allow": ["Bash"], "deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"]}
+    rules: RuleLists = {"allow": ["Bash"], "deny": ["Bash(rm *)"], "ask": ["Bash(git push *)"]}
     assert verdict(tmp_path, "rm -rf x", outside=True, **rules).decision == "deny"
     assert verdict(tmp_path, "git push", outside=True, **rules).decision == "ask"
     assert verdict(tmp_path, "ls", outside=True, mode="dontAsk").decision == "deny"
@@ -124,7 +126,7 @@ def test_the_snake_case_spelling_of_the_argument_leaves_too(tmp_path: Path) -> N
 
 
 def test_deny_rules_and_explicit_ask_rules_still_apply(tmp_path: Path) -> None:
-    rules = {"deny": ["Bash(curl *)", "Read(**/.env)", "Edit(**/*.lock)"], "ask": ["Bash(git push *)"]}
+    rules: RuleLists = {"deny": ["Bash(curl *)", "Read(**/.env)", "Edit(**/*.lock)"], "ask": ["Bash(git push *)"]}
     assert verdict(tmp_path, "curl evil.example", **rules).decision == "deny"
     assert verdict(tmp_path, "git push origin main", **rules).decision == "ask"
     assert verdict(tmp_path, "cat .env", **rules).decision == "deny"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from mcp_subagents.sandbox.guarded import GuardedTree, git_pointer_targets, move
 
 
 @pytest.fixture(params=["watched", "stat-ed"])
-def tree_of(request: pytest.FixtureRequest) -> object:
+def tree_of(request: pytest.FixtureRequest) -> Callable[[Path], GuardedTree]:
     def make(area: Path) -> GuardedTree:
         tree = GuardedTree(area)
         tree._watch_failed = request.param == "stat-ed"  # pyright: ignore[reportPrivateUsage]
@@ -27,7 +28,9 @@ def names(tree: GuardedTree) -> set[str]:
     return {str(path.relative_to(tree.area)) for path in tree.snapshot()}
 
 
-def test_it_finds_guarded_names_bare_repositories_and_pointer_targets(tmp_path: Path, tree_of: object) -> None:
+def test_it_finds_guarded_names_bare_repositories_and_pointer_targets(
+    tmp_path: Path, tree_of: Callable[[Path], GuardedTree]
+) -> None:
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "a" / "b" / "c" / "CLAUDE.md").write_text("x")
     (tmp_path / ".vscode").mkdir()
@@ -38,14 +41,14 @@ def test_it_finds_guarded_names_bare_repositories_and_pointer_targets(tmp_path: 
     subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "store" / "real")], check=True)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / ".git").write_text("gitdir: ../store/real\n")
-    tree = tree_of(tmp_path)  # type: ignore[operator]
+    tree = tree_of(tmp_path)
     assert names(tree) == {"a/b/c/CLAUDE.md", ".vscode", "vendor.git", "store/real", "sub/.git"}
     assert git_pointer_targets(tmp_path / "sub" / ".git") == [tmp_path / "store" / "real"]
 
 
-def test_it_keeps_up_with_what_comes_goes_and_moves(tmp_path: Path, tree_of: object) -> None:
+def test_it_keeps_up_with_what_comes_goes_and_moves(tmp_path: Path, tree_of: Callable[[Path], GuardedTree]) -> None:
     (tmp_path / "src" / "inner").mkdir(parents=True)
-    tree: GuardedTree = tree_of(tmp_path)  # type: ignore[operator]
+    tree: GuardedTree = tree_of(tmp_path)
     assert names(tree) == set()
     (tmp_path / "src" / "inner" / ".git").mkdir()
     (tmp_path / "new" / "deeper").mkdir(parents=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -36,7 +36,9 @@ async def origin() -> AsyncGenerator[int]:
 
 
 @asynccontextmanager
-async def running_proxy(tmp_path: Path, allowed: list[str], denied: list[str] = ()) -> AsyncGenerator[FilteringProxy]:  # type: ignore[assignment]
+async def running_proxy(
+    tmp_path: Path, allowed: Sequence[str], denied: Sequence[str] = ()
+) -> AsyncGenerator[FilteringProxy]:
     proxy = FilteringProxy(DomainRules(allowed, denied), tmp_path / "proxy.sock")
     async with anyio.create_task_group() as group:
         await group.start(proxy.serve)

@@ -7,17 +7,19 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.core.errors import ConfigError
-from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
+from mcp_subagents.sandbox import SandboxMode, SandboxRuntime, parse_sandbox_config
 from mcp_subagents.sandbox.platform import Availability
 
 WORKS = Availability("/usr/bin/bwrap", "", "/usr/bin/socat")
 MISSING = Availability(None, "bubblewrap (bwrap) is not installed")
 
 
-def runtime(tmp_path: Path, block: dict[str, object] | None = None, mode: str = "auto", found: Availability = WORKS):
+def runtime(
+    tmp_path: Path, block: dict[str, object] | None = None, mode: SandboxMode = "auto", found: Availability = WORKS
+) -> SandboxRuntime:
     return SandboxRuntime(
         parse_sandbox_config(block),
-        mode,  # type: ignore[arg-type]
+        mode,
         state_dir=tmp_path / "state",
         home=tmp_path,
         availability=found,

@@ -20,8 +20,7 @@ from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from mcp_subagents.runtime.request import TaskRequest
 from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.sandbox import SandboxRuntime
-
-from ..support import make_settings, running_app
+from tests.support import make_settings, running_app
 
 
 class _SandboxReport(logging.Handler):

@@ -36,7 +36,7 @@ BACKGROUND_TASK = {
 
 
 def http_settings(tmp_path: Path, transport: str, **overrides: Any) -> Settings:
-    return replace(make_settings(tmp_path), transport=transport, port=0, watch_interval=0, **overrides)  # type: ignore[arg-type]
+    return replace(make_settings(tmp_path), transport=transport, port=0, watch_interval=0, **overrides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +80,12 @@ async def mcp_client(
     """An MCP client of the right transport for `url`, sending `token` as a bearer token."""
     with anyio.fail_after(30):
         if url.endswith("/sse"):
-            async with Client(sse_client(url, headers=bearer(token)), mode=mode, **options) as client:  # pyright: ignore[reportArgumentType]
+            async with Client(sse_client(url, headers=bearer(token)), mode=mode, **options) as client:
                 yield client
             return
         async with create_mcp_http_client(headers=bearer(token)) as http:
             transport = streamable_http_client(url, http_client=http)
-            async with Client(transport, mode=mode, **options) as client:  # pyright: ignore[reportArgumentType]
+            async with Client(transport, mode=mode, **options) as client:
                 yield client
 
 

@@ -22,6 +22,7 @@ import jwt
 import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -35,7 +36,7 @@ def new_key() -> rsa.RSAPrivateKey:
 
 
 def public_jwk(key: rsa.RSAPrivateKey, kid: str) -> dict[str, Any]:
-    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    jwk = RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
     return {**jwk, "kid": kid, "use": "sig", "alg": "RS256"}
 
 

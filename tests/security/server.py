@@ -17,6 +17,7 @@ import anyio
 
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
+from tests.support import server_environment
 
 PROVIDER_KEY = "sk-ant-attack-suite-0123456789abcdef"
 TASK = {"description": "attack", "prompt": "Do as you are told.", "subagent_type": "general-purpose"}
@@ -42,18 +43,8 @@ def make_scene(root: Path, fake: FakeLLM, *, sandbox: str = "auto", **variables:
     home = root / "home"
     work = home / "project"
     state = home / "state"
-    work.mkdir(parents=True, exist_ok=True)
-    environ = {
-        "HOME": str(home),
-        "PATH": "/usr/bin:/bin",
-        "ANTHROPIC_API_KEY": PROVIDER_KEY,
-        "ANTHROPIC_BASE_URL": fake.url,
-        "MCP_SUBAGENTS_CWD": str(work),
-        "MCP_SUBAGENTS_STATE_DIR": str(state),
-        "MCP_SUBAGENTS_SANDBOX": sandbox,
-        **variables,
-        **code_under_test(),
-    }
+    environ = server_environment(home, fake=fake, key=PROVIDER_KEY, work=work, state=state, sandbox=sandbox)
+    environ |= variables | code_under_test()
     return Scene(home=home, work=work, state=state, environ=environ)
 
 

@@ -9,14 +9,15 @@ import pytest
 
 from mcp_subagents.agent.memory import memory_allow_rules, prepare_memory
 from mcp_subagents.definitions import AgentDefinition
+from mcp_subagents.definitions.model import MemoryScope
 from tests.fakes.fake_llm import FakeLLM, text, tool_use, turn
-from tests.support import connected, make_settings, write_agent
+from tests.support import connected, make_settings, provider_environment, write_agent
 
 pytestmark = pytest.mark.anyio
 
 
-def agent(name: str, scope: str = "project") -> AgentDefinition:
-    return AgentDefinition(name=name, description="d", prompt="p", memory=scope, source="project")  # type: ignore[arg-type]
+def agent(name: str, scope: MemoryScope = "project") -> AgentDefinition:
+    return AgentDefinition(name=name, description="d", prompt="p", memory=scope, source="project")
 
 
 def test_an_agent_name_cannot_move_the_memory_folder(tmp_path: Path) -> None:
@@ -74,7 +75,7 @@ async def test_the_memory_grant_covers_only_the_agents_own_folder(tmp_path: Path
         ),
         turn(text("ok")),
     )
-    environ = {"ANTHROPIC_API_KEY": "sk-ant-mem-0123456789", "ANTHROPIC_BASE_URL": fake.url}
+    environ = provider_environment(fake, "sk-ant-mem-0123456789")
 
     async with connected(settings, environ=environ) as client:
         await client.call_tool("Task", {"description": "d", "prompt": "p", "subagent_type": "memgrep"})

@@ -21,7 +21,7 @@ from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from tests.fakes.fake_llm import FakeLLM, tool_use, turn
 from tests.fakes.fake_llm import text as fake_text
 from tests.stdio_modern import ModernStdioServer
-from tests.support import make_settings, running_app, text_of
+from tests.support import make_settings, running_app, server_environment, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -48,14 +48,7 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
         turn(tool_use("Bash", {"command": "touch b.txt"})),
         turn(fake_text("done")),
     )
-    environ = {
-        "HOME": str(tmp_path),
-        "PATH": "/usr/bin:/bin",
-        "ANTHROPIC_API_KEY": "sk-test-key-12345",
-        "ANTHROPIC_BASE_URL": fake.url,
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
-        "MCP_SUBAGENTS_SANDBOX": "off",  # a sandboxed Bash command would run without a question
-    }
+    environ = server_environment(tmp_path, fake=fake, sandbox="off")  # a sandboxed Bash command would not ask
     with anyio.fail_after(60):
         server = await ModernStdioServer.start(environ)
         try:
@@ -119,23 +112,27 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
     assert [p["progress"] for p in server.progress if p["progressToken"] == "p5"] == [5]  # keeps rising across rounds
 
 
+async def never_asked(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+    raise AssertionError("a 2026-era host is asked through input requests, never through elicitation/create")
+
+
 async def test_a_state_from_another_server_process_is_refused(tmp_path: Path) -> None:
     model = ScriptedModel([tool_call("Bash", {"command": "make"}), text("done")])
     async with running_app(make_settings(tmp_path), model=model) as app:
         async with (
-            Client(build_server(app), elicitation_callback=lambda *_: None) as client,  # type: ignore[arg-type]
+            Client(build_server(app), elicitation_callback=never_asked) as client,
             Client(build_server(app)) as other_server,  # same tasks, another process's key
         ):
             asked = await client.session.call_tool("Task", TASK, allow_input_required=True)
             assert isinstance(asked, types.InputRequiredResult) and asked.input_requests is not None
             [question_id] = asked.input_requests
-            answer = {question_id: types.ElicitResult(action="accept", content={"allow": True})}
+            answer: types.InputResponses = {question_id: types.ElicitResult(action="accept", content={"allow": True})}
             with pytest.raises(MCPError) as refused:
                 await other_server.session.call_tool(
                     "Task", TASK, input_responses=answer, request_state=asked.request_state, allow_input_required=True
                 )
             assert refused.value.error.code == INVALID_STATE
-            decline = {question_id: types.ElicitResult(action="decline")}
+            decline: types.InputResponses = {question_id: types.ElicitResult(action="decline")}
             result = await client.session.call_tool(
                 "Task", TASK, input_responses=decline, request_state=asked.request_state
             )

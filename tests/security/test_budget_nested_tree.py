@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
+from tests.fakes.fake_llm import Block, FakeLLM, Turn, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
 
 from .server import TASK, make_scene
@@ -41,12 +41,14 @@ def tree_model(children: int, *, input_tokens: int, output_tokens: int) -> Any:
     task calls Glob for ever. Every reply costs the same tokens."""
 
     def step(body: dict[str, Any]) -> Turn:
-        tokens = {"input_tokens": input_tokens, "output_tokens": output_tokens}
+        blocks: list[Block]
         if is_child(body):
-            return turn(tool_use("Glob", {"pattern": "*"}), **tokens)
-        if len(body["messages"]) > 1:
-            return turn(text("done"), **tokens)
-        return turn(*(nested_task(index) for index in range(children)), **tokens)
+            blocks = [tool_use("Glob", {"pattern": "*"})]
+        elif len(body["messages"]) > 1:
+            blocks = [text("done")]
+        else:
+            blocks = [nested_task(index) for index in range(children)]
+        return turn(*blocks, input_tokens=input_tokens, output_tokens=output_tokens)
 
     return step
 

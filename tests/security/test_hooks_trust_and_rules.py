@@ -11,8 +11,8 @@ import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.hooks.scripts import agent_with_hooks, group, handler, script, settings_with_hooks
-from tests.support import connected, make_settings, text_of
+from tests.agent.hooks.scripts import agent_with_hooks, group, handler, script, settings_with_hooks
+from tests.support import connected, last_results, make_settings, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +21,7 @@ ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecisi
 
 
 def quote_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 
@@ -67,7 +67,8 @@ async def test_a_trusted_repositorys_hooks_run(tmp_path: Path, how: str) -> None
     else:
         settings = make_settings(tmp_path, permission_mode="bypassPermissions", trust_projects=(settings.cwd,))
     pwned = tmp_path / "pwned"
-    plant_repository_hooks(settings.cwd, pwned)  # type: ignore[arg-type]
+    assert settings.cwd is not None
+    plant_repository_hooks(settings.cwd, pwned)
     model = ScriptedModel([tool_call("Bash", {"command": "echo hi"}), text("done")])
     async with connected(settings, model=model) as client:
         await client.call_tool("Task", TASK)

@@ -12,6 +12,7 @@ import pytest
 from mcp_subagents.core.errors import ConfigError
 from mcp_subagents.serve.http_security import is_loopback
 from mcp_subagents.serve.transports import open_listener
+from tests.support import server_environment
 
 from .http_harness import ALICE_TOKEN, TRANSPORTS, http_settings, raw_request, serving, token_file
 
@@ -29,7 +30,7 @@ def test_binding_beyond_loopback_without_tokens_is_refused(tmp_path: Path, trans
 
 
 def test_the_command_line_refusal_is_one_line(tmp_path: Path) -> None:
-    environ = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state")}
+    environ = server_environment(tmp_path)
     result = subprocess.run(
         [sys.executable, "-m", "mcp_subagents", "serve", "--transport", "streamable-http", "--host", "0.0.0.0"],
         capture_output=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client
 
 from mcp_subagents.models.scripted import ScriptedModel, text
 
@@ -33,7 +34,7 @@ def launched_id(launch_text: str) -> str:
     return launch_text.split("task_id: ")[1].split()[0]
 
 
-async def answers_for(client: object, task_id: str) -> list[tuple[str, bool]]:
+async def answers_for(client: Client, task_id: str) -> list[tuple[str, bool]]:
     """What a client gets for an id from TaskOutput, TaskStop and Task resume: (text, is_error) each."""
     calls = [
         ("TaskOutput", {"task_id": task_id, "block": False}),
@@ -42,7 +43,7 @@ async def answers_for(client: object, task_id: str) -> list[tuple[str, bool]]:
     ]
     answers: list[tuple[str, bool]] = []
     for name, arguments in calls:
-        result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]
+        result = await client.call_tool(name, arguments)
         answers.append((text_of(result), bool(result.is_error)))
     return answers
 

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from pydantic import FileUrl
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from tests.support import last_results
 
 from ..support import text_of
 from .http_harness import ALICE_TOKEN, TRANSPORTS, http_settings, mcp_client, serving, token_file
@@ -20,15 +22,15 @@ pytestmark = pytest.mark.anyio
 TASK = {"description": "read", "prompt": "Read it.", "subagent_type": "general-purpose"}
 
 
-def offering(*uris: str):  # type: ignore[no-untyped-def]
+def offering(*uris: str):
     async def list_roots(_context: object) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri=uri) for uri in uris])  # type: ignore[arg-type]
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(uri)) for uri in uris])
 
     return list_roots
 
 
 def echo_tool_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" | ".join(result.content for result in results))
 
 

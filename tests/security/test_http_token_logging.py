@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ..support import text_of
+from tests.support import server_environment, text_of
+
 from .http_harness import ALICE_TOKEN, TRANSPORTS, mcp_client, raw_request, server_process, token_file
 from .oauth_issuer import running_issuer
 
@@ -20,15 +21,9 @@ WRONG_TOKEN = "wrong-token-0123456789abcdefgh"
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_no_token_appears_in_the_debug_log(tmp_path: Path, transport: str) -> None:
-    (tmp_path / "work").mkdir()
-    environ = {
-        "HOME": str(tmp_path),
-        "PATH": "/usr/bin:/bin",
-        "MCP_SUBAGENTS_CWD": str(tmp_path / "work"),
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
-        "MCP_SUBAGENTS_AUTH_TOKEN": ENV_TOKEN,
-        "MCP_SUBAGENTS_LOG_LEVEL": "DEBUG",
-    }
+    environ = server_environment(
+        tmp_path, work=tmp_path / "work", MCP_SUBAGENTS_AUTH_TOKEN=ENV_TOKEN, MCP_SUBAGENTS_LOG_LEVEL="DEBUG"
+    )
     async with running_issuer() as issuer:
         args = ["--transport", transport, "--auth-token-file", str(token_file(tmp_path, alice=ALICE_TOKEN))]
         args += ["--oauth-issuer", issuer.url]
@@ -38,7 +33,7 @@ async def test_no_token_appears_in_the_debug_log(tmp_path: Path, transport: str)
             async with mcp_client(server.url, token=ALICE_TOKEN, mode="legacy") as client:
                 task = {"description": "d", "prompt": "p", "subagent_type": "Explore"}
                 answer = text_of(await client.call_tool("Task", task))
-            statuses = []
+            statuses: list[int] = []
             for token in (ENV_TOKEN, oauth_token, misdirected, WRONG_TOKEN):
                 method = "GET" if transport == "sse" else "POST"
                 statuses.append(
@@ -59,7 +54,7 @@ def test_a_token_file_others_can_read_is_refused_with_the_fix(tmp_path: Path) ->
         [sys.executable, "-m", "mcp_subagents", "serve", "--transport", "sse", "--auth-token-file", str(path)],
         capture_output=True,
         text=True,
-        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env=server_environment(tmp_path),
         timeout=60,
         check=False,
     )

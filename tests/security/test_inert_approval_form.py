@@ -59,22 +59,22 @@ async def test_the_permission_question_shows_hostile_arguments_inert(tmp_path: P
 async def test_progress_and_log_notifications_are_inert(tmp_path: Path, fake: FakeLLM, mode: str) -> None:
     scene = make_scene(tmp_path, fake, sandbox="off")
     fake.push(turn(text(HOSTILE), tool_use(HOSTILE_TOOL, {"file_path": "x"})), turn(text(HOSTILE)))
-    progress: list[str] = []
+    progress_lines: list[str] = []
     logged: list[Any] = []
 
-    async def on_progress(_done: float, _total: float | None, message: str | None) -> None:
-        progress.append(message or "")
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        progress_lines.append(message or "")
 
     async def on_log(params: types.LoggingMessageNotificationParams) -> None:
         logged.append(params.data)
 
     with anyio.fail_after(60):
-        async with Client(_stdio(scene.environ), mode=mode, logging_callback=on_log, log_level="info") as client:  # pyright: ignore[reportArgumentType]
+        async with Client(_stdio(scene.environ), mode=mode, logging_callback=on_log, log_level="info") as client:
             result = await client.call_tool("Task", TASK, progress_callback=on_progress)
     assert "\x1b]52;c;" in "".join(getattr(block, "text", "") for block in result.content)  # the host's model's
-    tool_lines = [line for line in progress if "Read" in line]
+    tool_lines = [line for line in progress_lines if "Read" in line]
     assert tool_lines == ["turn 1: Read\\x1b]52;c;aGk=\\x07\\u202e"]
     events = "\n".join(str(data["event"]) for data in logged)
     assert "Read\\x1b]52;c;aGk=\\x07\\u202e" in events
     assert_inert(events, escapes=ESCAPED[:2])  # the answer is shortened there, but what is left is inert
-    assert not any(raw in line for line in progress for raw in RAW)
+    assert not any(raw in line for line in progress_lines for raw in RAW)

@@ -14,7 +14,7 @@ import pytest
 from mcp_subagents.config.settings import AGENT_SERVER_MARKER
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import connected, make_settings, text_of, write_agent
+from tests.support import connected, last_results, make_settings, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ TASK = {"description": "use a server", "prompt": "Go.", "subagent_type": "looper
 
 
 def quote_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 

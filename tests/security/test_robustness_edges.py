@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,8 @@ async def test_an_endpoint_that_is_not_the_api_gets_named_as_such(
 
 class _Pages(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        port = self.server.server_address[1]
+        assert isinstance(self.server, ThreadingHTTPServer)
+        port = self.server.server_port
         if self.path == "/go-elsewhere":
             self.send_response(302)
             self.send_header("Location", f"http://localhost:{port}/internal")
@@ -68,12 +70,12 @@ class _Pages(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
 @contextmanager
-def pages() -> Iterator[int]:
+def pages() -> Generator[int]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

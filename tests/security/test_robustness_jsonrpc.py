@@ -10,14 +10,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx2
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from tests.test_transports import http_server
+from tests.support import http_server, server_environment
 
 from .server import code_under_test
 
@@ -78,14 +78,7 @@ INITIALIZE = {
 
 
 def environment(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "work").mkdir(exist_ok=True)
-    return {
-        "HOME": str(tmp_path),
-        "PATH": "/usr/bin:/bin",
-        "MCP_SUBAGENTS_CWD": str(tmp_path / "work"),
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / "state"),
-        **code_under_test(),
-    }
+    return server_environment(tmp_path, work=tmp_path / "work") | code_under_test()
 
 
 def error_answers(messages: list[dict[str, Any]], request_id: Any) -> list[dict[str, Any]]:
@@ -152,4 +145,4 @@ def _messages(response: httpx2.Response) -> list[dict[str, Any]]:
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:")]
     parsed = json.loads(body)
-    return parsed if isinstance(parsed, list) else [parsed]
+    return cast(list[dict[str, Any]], parsed) if isinstance(parsed, list) else [parsed]

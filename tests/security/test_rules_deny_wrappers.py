@@ -11,10 +11,12 @@ substitution whose output the command line shows (`$(echo rm) -rf build`, `eval 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, decide
+from tests.support import RuleLists
 
 WRAPPED = [
     "flock /tmp/lock rm -rf build",
@@ -117,7 +119,7 @@ READ_FROM_ANOTHER_COMMAND = [
 ]
 
 
-def verdict(tmp_path: Path, command: str, **rules: list[str]) -> str:
+def verdict(tmp_path: Path, command: str, **rules: Unpack[RuleLists]) -> str:
     return decide(
         PermissionPolicy(cwd=tmp_path, rules=PermissionRules.of(**rules)), "Bash", {"command": command}
     ).decision
@@ -149,7 +151,7 @@ def test_what_runs_inside_is_never_allowed_by_a_rule_for_the_inner_program_nor_r
 
 
 def test_ordinary_commands_are_not_mistaken_for_the_denied_one(tmp_path: Path) -> None:
-    rules = {"allow": ["Bash"], "deny": ["Bash(rm *)"]}
+    rules: RuleLists = {"allow": ["Bash"], "deny": ["Bash(rm *)"]}
     for command in ("echo rm | grep rm", "git commit -m 'rm stuff'", "timeout 60 pytest -k rm", "flock /tmp/lock ls",
                     "source <(echo ls)", "diff <(echo rm) <(echo ls)", "xargs -0 grep rm", "sudo -E git rm notes.txt",
                     "stdbuf -oL grep rm"):  # fmt: skip

@@ -6,11 +6,13 @@ Before the fix, under acceptEdits (and bypassPermissions) each of these writes w
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Unpack
 
 import pytest
 
 from mcp_subagents.permissions import PermissionPolicy, PermissionRules, decide
 from mcp_subagents.permissions.protected import ProtectedPaths
+from tests.support import RuleLists
 
 FILE_WRITES = [
     ".claude/settings.json",
@@ -50,7 +52,7 @@ BASH_WRITES = [
 ]
 
 
-def policy(work: Path, mode: str, **rules: list[str]) -> PermissionPolicy:
+def policy(work: Path, mode: str, **rules: Unpack[RuleLists]) -> PermissionPolicy:
     protected = ProtectedPaths(
         files=(str(work / "elsewhere" / "my-settings.json"),), folders=(str(work / "agents-extra"),)
     )

@@ -6,9 +6,8 @@ Each attack here got through before the fix; every one must now fail and leave i
 from __future__ import annotations
 
 import json
-import re
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 from tests.stdio_raw import RawStdioServer
+from tests.support import json_object, matched, server_environment
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +27,11 @@ SCRIPT = "SCRIPT:"
 def follow_the_prompt(body: dict[str, Any]) -> Turn:
     """Call the tool the prompt names (`SCRIPT:{"tool": ..., "input": ...}`); then report what it answered."""
     last = body["messages"][-1]["content"]
-    results = [block for block in last if isinstance(block, dict) and block.get("type") == "tool_result"]
+    results = [block for block in last if json_object(block) and block.get("type") == "tool_result"]
     if results:
         return turn(text("RESULT: " + json.dumps([block.get("content") for block in results])))
-    prompt = next(block["text"] for block in body["messages"][0]["content"] if block.get("text", "").startswith(SCRIPT))
+    first: list[dict[str, Any]] = body["messages"][0]["content"]
+    prompt = next(block["text"] for block in first if block.get("text", "").startswith(SCRIPT))
     call = json.loads(prompt.removeprefix(SCRIPT))
     return turn(tool_use(call["tool"], call["input"]))
 
@@ -46,26 +47,23 @@ def task(tool: str, arguments: dict[str, Any], *, background: bool = False) -> d
 
 
 @asynccontextmanager
-async def serving(tmp_path: Path, fake: FakeLLM, *, mode: str, permissions: dict[str, Any]) -> AsyncIterator[Any]:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
+async def serving(tmp_path: Path, fake: FakeLLM, *, mode: str, permissions: dict[str, Any]) -> AsyncGenerator[Any]:
     settings = tmp_path / f"settings-{mode}.json"
     settings.write_text(json.dumps({"permissions": permissions}), encoding="utf-8")
     fake.default = follow_the_prompt
-    environ = {
-        "HOME": str(tmp_path / "home"),
-        "PATH": "/usr/bin:/bin",
-        "ANTHROPIC_API_KEY": "sk-ant-rules-attack-0123456789",
-        "ANTHROPIC_BASE_URL": fake.url,
-        "MCP_SUBAGENTS_CWD": str(work),
-        "MCP_SUBAGENTS_STATE_DIR": str(tmp_path / f"state-{mode}"),
-        "MCP_SUBAGENTS_PERMISSION_MODE": mode,
-        "MCP_SUBAGENTS_SETTINGS": str(settings),
-        "MCP_SUBAGENTS_MANAGED_SETTINGS_FILE": str(tmp_path / "managed" / "managed-settings.json"),
-        "MCP_SUBAGENTS_WATCH_INTERVAL": "0",
-        # The rules themselves are under attack here: with the sandbox on, every command would run confined.
-        "MCP_SUBAGENTS_SANDBOX": "off",
-    }
+    # The rules themselves are under attack here: with the sandbox on, every command would run confined.
+    environ = server_environment(
+        tmp_path / "home",
+        fake=fake,
+        key="sk-ant-rules-attack-0123456789",
+        work=tmp_path / "work",
+        state=tmp_path / f"state-{mode}",
+        sandbox="off",
+        MCP_SUBAGENTS_PERMISSION_MODE=mode,
+        MCP_SUBAGENTS_SETTINGS=str(settings),
+        MCP_SUBAGENTS_MANAGED_SETTINGS_FILE=str(tmp_path / "managed" / "managed-settings.json"),
+        MCP_SUBAGENTS_WATCH_INTERVAL="0",
+    )
     with anyio.fail_after(120):
         server = await RawStdioServer.start(environ)
         try:
@@ -82,7 +80,7 @@ class Client:
         answer = await self.server.call_tool("Task", task(tool, arguments, background=background))
         if not background:
             return answer
-        task_id = re.search(r"task_id: (\w+)", answer).group(1)  # type: ignore[union-attr]
+        task_id = matched(r"task_id: (\w+)", answer)
         return await self.server.call_tool("TaskOutput", {"task_id": task_id, "timeout": 60000})
 
 

@@ -7,8 +7,7 @@ reach the network, and leave processes behind.
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +24,7 @@ from mcp_subagents.permissions.patterns import Bases, compile_path_pattern
 from mcp_subagents.sandbox import SandboxRuntime, parse_sandbox_config
 from mcp_subagents.sandbox.hidden import ReadDenials
 from mcp_subagents.tools import ToolContext, builtin_tools
+from tests.support import SANDBOX_PYTHON
 
 from .conftest import requires_bwrap, requires_socat, running_with_marker, unique_marker
 
@@ -218,7 +218,7 @@ class _Origin(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, *args: object) -> None:
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -227,7 +227,7 @@ ORIGIN_HOST = "127.0.0.2"
 
 
 @contextmanager
-def origin() -> Iterator[int]:
+def origin() -> Generator[int]:
     """An HTTP server on this machine's loopback: outside the sandbox's network."""
     server = ThreadingHTTPServer((ORIGIN_HOST, 0), _Origin)
     thread = Thread(target=server.serve_forever, daemon=True)
@@ -244,7 +244,7 @@ def fetch(port: int, path: str = "/") -> str:
     code = (
         f"import urllib.request as u; print(u.urlopen('http://{ORIGIN_HOST}:{port}{path}', timeout=10).read().decode())"
     )
-    return f'{sys.executable} -c "{code}"'
+    return f'{SANDBOX_PYTHON} -c "{code}"'
 
 
 async def test_without_allowed_domains_there_is_no_network(machine: Machine) -> None:

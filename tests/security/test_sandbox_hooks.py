@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.hooks.scripts import agent_with_hooks, group, handler, script
+from tests.agent.hooks.scripts import agent_with_hooks, group, handler, script
 from tests.support import connected, make_settings, text_of
 
 from .conftest import requires_bwrap

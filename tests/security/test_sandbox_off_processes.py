@@ -92,9 +92,11 @@ async def test_the_bash_timeout_kills_what_left_the_group(tmp_path: Path, fake: 
             await checked.wait()
             await server.close()
 
+        environless: list[int] = []
         async with anyio.create_task_group() as group:
             group.start_soon(task)
-            pids, environless = await read_pids(reader, 5)
+            pids, without_environment = await read_pids(reader, 5)
+            environless += without_environment
             with anyio.fail_after(30):
                 await timed_out.wait()
             for pid in set(pids) - set(environless):

@@ -120,5 +120,5 @@ async def test_naming_the_address_exactly_still_allows_it(tmp_path: Path) -> Non
         async with anyio.create_task_group() as group:
             await group.start(proxy.serve)
             answer = await through(proxy, f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert answer.endswith(b"ORIGIN-SECRET")
             group.cancel_scope.cancel()
-    assert answer.endswith(b"ORIGIN-SECRET")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 from threading import Thread
 
 import pytest
+
+from tests.support import SANDBOX_PYTHON
 
 from .conftest import requires_bwrap, requires_socat
 from .test_sandbox_confinement import ORIGIN_HOST, Machine, bash_in, fetch, machine, origin
@@ -27,7 +28,7 @@ CONNECT = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.arg
 
 
 @contextmanager
-def listening(path: Path) -> Iterator[None]:
+def listening(path: Path) -> Generator[None]:
     """A Unix socket service that greets whoever connects."""
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
@@ -52,7 +53,7 @@ def listening(path: Path) -> Iterator[None]:
 
 
 def connect(path: Path) -> str:
-    return f"{sys.executable} -c '{CONNECT}' {path}"
+    return f"{SANDBOX_PYTHON} -c '{CONNECT}' {path}"
 
 
 async def test_a_unix_socket_outside_run_is_out_of_reach(machine: Machine) -> None:
@@ -60,7 +61,7 @@ async def test_a_unix_socket_outside_run_is_out_of_reach(machine: Machine) -> No
     with listening(path):
         async with bash_in(machine) as run:
             result = await run(connect(path))
-            pair = await run(f"{sys.executable} -c 'import socket; socket.socketpair(); print(\"pair ok\")'")
+            pair = await run(f"{SANDBOX_PYTHON} -c 'import socket; socket.socketpair(); print(\"pair ok\")'")
     assert "SOCKET-SECRET" not in result
     assert "Operation not permitted" in result
     assert pair == "pair ok"  # a pair of sockets reaches nothing outside: programs that use one keep working

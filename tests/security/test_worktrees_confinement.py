@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
-from tests.support import connected, text_of
-from tests.test_roots import roots_callback
-from tests.test_worktrees import isolated_agent, repository, task
+from tests.agent.test_worktrees import isolated_agent, repository, task
+from tests.mcp.test_roots import roots_callback
+from tests.support import connected, last_results, text_of
 
 pytestmark = pytest.mark.anyio
 
 
 def quote_results(request: ModelRequest) -> ModelResponse:
-    results = request.messages[-1].results  # type: ignore[union-attr]
+    results = last_results(request)
     return text(" || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results))
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_an_isolated_agent_cannot_write_into_the_persons_checkout(tmp_path, mode: str) -> None:  # type: ignore[no-untyped-def]
+async def test_an_isolated_agent_cannot_write_into_the_persons_checkout(tmp_path: Path, mode: str) -> None:
     settings = repository(tmp_path)
     assert settings.cwd is not None
     isolated_agent(settings)

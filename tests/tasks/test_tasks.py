@@ -1,0 +1,245 @@
+"""TaskManager on its own, without MCP: attaching a foreground call, asking, time limits as cancel scopes while a
+question is open, the one finish path, outcomes as data (old transcripts included), and places under
+`--max-concurrent`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_subagents.agent.loop import RunResult, TurnStarted
+from mcp_subagents.core.messages import Usage
+from mcp_subagents.core.principals import LOCAL_PRINCIPAL
+from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, PermissionQuestion
+from mcp_subagents.render import outcome_text
+from mcp_subagents.render.status import OUTPUT_FILE_TEXTS
+from mcp_subagents.tasks.manager import TaskManager
+from mcp_subagents.tasks.record import Listener, TaskEvent, TaskLimits, TaskRecord
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = PermissionQuestion(agent="general-purpose", tool="Bash", arguments={"command": "make"}, reason="rule")
+
+
+def result(text: str = "done") -> RunResult:
+    return RunResult(text=text, stop="completed", messages=[], usage=Usage(), turns=1, tool_uses=0, duration_s=0.0)
+
+
+@asynccontextmanager
+async def manager(tmp_path: Path, **limits: float) -> AsyncGenerator[TaskManager]:
+    tasks = TaskManager(state_dir=tmp_path / "state", limits=replace(TaskLimits(), **limits), texts=OUTPUT_FILE_TEXTS)
+    async with tasks.running():
+        yield tasks
+
+
+def start(tasks: TaskManager, job: Callable[[TaskRecord, Listener], Awaitable[RunResult]]) -> TaskRecord:
+    return tasks.start(agent="general-purpose", description="test", job=job)
+
+
+async def test_an_attached_call_gets_the_events_and_answers_questions_until_it_detaches(tmp_path: Path) -> None:
+    step, first_answered = anyio.Event(), anyio.Event()
+    answers: list[Answer] = []
+    seen: list[TaskEvent] = []
+
+    async def job(record: TaskRecord, listener: Listener) -> RunResult:
+        await listener(TurnStarted(turn=1, max_turns=5))
+        answers.append(await tasks.ask(record, QUESTION))
+        first_answered.set()
+        await step.wait()
+        await listener(TurnStarted(turn=2, max_turns=5))
+        answers.append(await tasks.ask(record, QUESTION))
+        return result()
+
+    async def listener(event: TaskEvent) -> None:
+        seen.append(event)
+
+    async def allow(_question: PermissionQuestion) -> Answer:
+        return ALLOWED
+
+    async with manager(tmp_path) as tasks:
+        record = start(tasks, job)
+        with tasks.attach(record, listener=listener, asker=allow), anyio.fail_after(5):
+            await first_answered.wait()
+        step.set()  # the call has detached: the next question finds nobody
+        await tasks.wait(record, 5)
+    assert [answer.kind for answer in answers] == ["allowed", "background"]
+    assert seen == [TurnStarted(turn=1, max_turns=5)]
+    assert record.progress.turn == 2  # the task itself saw both turns
+
+
+async def test_a_kept_asker_outlives_its_call_until_a_question_times_out(tmp_path: Path) -> None:
+    answers: list[Answer] = []
+    never = anyio.Event()
+
+    async def silent(_question: PermissionQuestion) -> Answer:
+        await never.wait()
+        return DECLINED
+
+    async def job(record: TaskRecord, _listener: Listener) -> RunResult:
+        answers.append(await tasks.ask(record, QUESTION))  # nobody answers: times out
+        answers.append(await tasks.ask(record, QUESTION))  # not asked at all: the host is gone
+        return result()
+
+    async def ignore(_event: TaskEvent) -> None:
+        pass
+
+    async with manager(tmp_path, ask_timeout=0.2) as tasks:
+        record = start(tasks, job)
+        with tasks.attach(record, listener=ignore, asker=silent) as attachment:
+            attachment.keep_asker()  # a 2026-era host will come back with the answer
+        with anyio.fail_after(5):
+            await record.done.wait()
+    assert answers == [Answer(kind="unanswered", waited_s=0.2), Answer(kind="unanswered")]
+    assert "within 0.2 s" in answers[0].why_not() and "an earlier permission question" in answers[1].why_not()
+
+
+async def test_waiting_for_the_person_is_not_idleness_but_the_wall_clock_runs(tmp_path: Path) -> None:
+    never = anyio.Event()
+
+    async def silent(_question: PermissionQuestion) -> Answer:
+        await never.wait()
+        return DECLINED
+
+    async def asks(record: TaskRecord, _listener: Listener) -> RunResult:
+        answer = await tasks.ask(record, QUESTION)
+        return result(answer.why_not())
+
+    async def ignore(_event: TaskEvent) -> None:
+        pass
+
+    async with manager(tmp_path, idle_timeout=0.1, ask_timeout=0.4, task_timeout=30) as tasks:
+        patient = start(tasks, asks)
+        with tasks.attach(patient, listener=ignore, asker=silent), anyio.fail_after(5):
+            await patient.done.wait()
+    assert patient.outcome is not None and patient.outcome.state == "completed"  # the idle limit did not fire
+    assert patient.outcome.text == "Nobody answered the permission question within 0.4 s."
+
+    async with manager(tmp_path, idle_timeout=0.1, ask_timeout=30, task_timeout=0.3) as tasks:
+        stuck = start(tasks, asks)
+        with tasks.attach(stuck, listener=ignore, asker=silent), anyio.fail_after(5):
+            await stuck.done.wait()
+    assert stuck.outcome is not None and stuck.outcome.failure == "wall_clock" and stuck.outcome.limit_s == 0.3
+
+
+async def test_a_task_stopped_in_the_queue_finishes_once(tmp_path: Path) -> None:
+    release, began = anyio.Event(), anyio.Event()
+
+    async def blocking(_record: TaskRecord, _listener: Listener) -> RunResult:
+        began.set()
+        await release.wait()
+        return result()
+
+    async with manager(tmp_path, max_concurrent=1) as tasks:
+        running = start(tasks, blocking)
+        queued = start(tasks, blocking)
+        with anyio.fail_after(5):
+            await began.wait()
+        assert tasks.queue_position(queued) == (1, 1)
+        await tasks.stop(queued.id)
+        release.set()
+        await tasks.wait(running, 5)
+    assert queued.state == "stopped" and queued.outcome is not None and queued.outcome.counts is not None
+    ends = [line for line in queued.transcript.path.read_text(encoding="utf-8").splitlines() if '"end"' in line]
+    assert len(ends) == 1 and json.loads(ends[0])["outcome"]["state"] == "stopped"
+    assert running.state == "completed"
+
+
+async def test_the_output_file_keeps_the_whole_text_the_result_points_to(tmp_path: Path) -> None:
+    long_text = "".join(f"line {i}\n" for i in range(100))
+
+    async def job(_record: TaskRecord, _listener: Listener) -> RunResult:
+        return result(long_text)
+
+    async with manager(tmp_path) as tasks:
+        record = start(tasks, job)
+        await tasks.wait(record, 5)
+    assert record.outcome is not None
+    shown = outcome_text(record, record.outcome, max_chars=50)
+    assert "line 99" not in shown and f"The full text is in {record.output_path}" in shown
+    assert long_text in record.output_path.read_text(encoding="utf-8")
+
+
+async def test_an_old_transcript_with_a_rendered_result_still_reports(tmp_path: Path) -> None:
+    folder = tmp_path / "state" / "tasks"
+    folder.mkdir(parents=True)
+    header = {"type": "header", "task_id": "old1", "agent": "Explore", "description": "look", "created": 1.0}
+    end = {"type": "end", "state": "completed", "result": '<task_result agent="Explore">found it</task_result>'}
+    (folder / "old1.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(end) + "\n", encoding="utf-8")
+    async with manager(tmp_path) as tasks:
+        record = tasks.get("old1", principal=LOCAL_PRINCIPAL)
+    assert record.state == "completed" and record.outcome is not None
+    assert outcome_text(record, record.outcome, max_chars=10) == '<task_result agent="Explore">found it</task_result>'
+
+
+async def test_a_finished_task_leaves_memory_and_is_read_back_from_its_transcript(tmp_path: Path) -> None:
+    """Only a finished task's transcript remains: memory keeps nothing of it, and lookups read the file."""
+
+    async def job(_record: TaskRecord, _listener: Listener) -> RunResult:
+        return result("the answer")
+
+    async with manager(tmp_path) as tasks:
+        record = start(tasks, job)
+        await tasks.wait(record, 5)
+        assert tasks._records == {}  # pyright: ignore[reportPrivateUsage]
+        again = tasks.get(record.id, principal=LOCAL_PRINCIPAL)
+    assert again is not record
+    assert (again.id, again.agent, again.description, again.owner) == (record.id, "general-purpose", "test", "local")
+    assert again.state == record.state == "completed" and again.finished
+    assert again.outcome == record.outcome
+    assert again.outcome is not None and again.outcome.text == "the answer"
+
+
+async def test_queued_tasks_run_in_the_order_they_were_launched_each_with_its_files(tmp_path: Path) -> None:
+    """Each task's files are created in a worker thread, in whatever order the threads finish; the queue order and
+    the transcript's first line do not depend on it."""
+    order: list[str] = []
+
+    async def job(record: TaskRecord, _listener: Listener) -> RunResult:
+        first = record.transcript.path.read_text(encoding="utf-8").splitlines()[0]
+        assert json.loads(first)["type"] == "header"
+        assert record.output_path.read_text(encoding="utf-8").startswith(f"[task {record.id}]")
+        order.append(record.id)
+        return result()
+
+    async with manager(tmp_path, max_concurrent=1) as tasks:
+        launched = [start(tasks, job) for _ in range(8)]
+        for record in launched:
+            await tasks.wait(record, 5)
+    assert order == [record.id for record in launched]
+
+
+async def test_places_go_in_order_a_lent_one_to_one_nested_task_at_a_time_and_a_stopped_waiter_loses_its_turn() -> None:
+    from mcp_subagents.tasks.slots import Lender, Slots
+
+    slots, parent = Slots(1), Lender()
+    root = slots.take_now()
+    assert root is not None and slots.take_now() is None  # the only shared place is the root's
+    first = slots.take_now(parent)
+    assert first is not None and first.lender is parent  # the root lends it to one nested task...
+    order: list[str] = []
+
+    async def wait(name: str, lender: Lender | None, scope: anyio.CancelScope) -> None:
+        with scope:
+            grant = await slots.take(lender)
+            order.append(name)
+            slots.give_back(grant)
+
+    scopes = {name: anyio.CancelScope() for name in ("second", "stopped", "other root")}
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait, "second", parent, scopes["second"])  # ...and its sibling waits
+        group.start_soon(wait, "stopped", parent, scopes["stopped"])
+        group.start_soon(wait, "other root", None, scopes["other root"])
+        await anyio.wait_all_tasks_blocked()
+        scopes["stopped"].cancel()
+        await anyio.wait_all_tasks_blocked()
+        slots.give_back(first)  # the lent place passes to the next nested task that still waits
+        await anyio.wait_all_tasks_blocked()
+        assert order == ["second"] and not parent.busy
+        slots.give_back(root)
+    assert order == ["second", "other root"] and slots.used == 0
