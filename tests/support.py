@@ -48,9 +48,14 @@ class RuleLists(TypedDict, total=False):
     deny: list[str]
 
 
+QUIET_ASK_TIMEOUT = 1.0
+"""How long a test's permission question waits when no test answers it."""
+
+
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     """Settings for a server on `tmp_path`. The Bash sandbox is off unless a test asks for it (`sandbox="auto"`):
-    most tests are about what happens around a command, and the sandbox suite tests it on its own."""
+    most tests are about what happens around a command, and the sandbox suite tests it on its own. A permission
+    question nobody answers is denied after `QUIET_ASK_TIMEOUT` (the server waits an hour for a person)."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     base = Settings(
@@ -62,6 +67,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         managed_settings_file=tmp_path / "managed" / "managed-settings.json",
         claude_config_file=tmp_path / "home" / ".claude.json",
         sandbox="off",  # in-process tests run Bash unconfined unless they ask for the sandbox
+        ask_timeout=QUIET_ASK_TIMEOUT,
     )
     return replace(base, **overrides)
 
@@ -115,10 +121,15 @@ def server_environment(
     **variables: str,
 ) -> dict[str, str]:
     """The whole environment of a server or command subprocess (`python -m mcp_subagents ...`), none of it taken
-    from the test runner's: `home` as HOME, system tools only on PATH, the state directory (`home/state` unless
-    given), then when given the project (`MCP_SUBAGENTS_CWD`, created), the fake Messages API and the sandbox mode,
-    and last `variables` as they are."""
-    environ = {"HOME": str(home), "PATH": path, "MCP_SUBAGENTS_STATE_DIR": str(state or home / "state")}
+    from the test runner's: `home` as HOME, system tools only on PATH, questions denied after `QUIET_ASK_TIMEOUT`,
+    the state directory (`home/state` unless given), then when given the project (`MCP_SUBAGENTS_CWD`, created), the
+    fake Messages API and the sandbox mode, and last `variables` as they are."""
+    environ = {
+        "HOME": str(home),
+        "PATH": path,
+        "MCP_SUBAGENTS_STATE_DIR": str(state or home / "state"),
+        "MCP_SUBAGENTS_ASK_TIMEOUT": str(QUIET_ASK_TIMEOUT),
+    }
     if work is not None:
         work.mkdir(parents=True, exist_ok=True)
         environ["MCP_SUBAGENTS_CWD"] = str(work)

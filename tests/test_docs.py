@@ -90,6 +90,7 @@ def test_the_cli_reference_has_a_section_per_command(generator: Any) -> None:
         "mcp-subagents tasks show",
         "mcp-subagents tasks tail",
         "mcp-subagents tasks stop",
+        "mcp-subagents tasks answer",
     ]
     run = page.split("## `mcp-subagents run`", 1)[1].split("\n## ", 1)[0]
     assert "| `--raw` | print the &lt;task_result&gt; envelope a host gets |" in run

@@ -60,7 +60,16 @@ def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
     dashboard.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: 0, any free port)")
     add_options_if_chosen("dashboard", dashboard, (*SOURCE_OPTIONS, *RUN_OPTIONS))
 
-    tasks = commands.add_parser("tasks", help="list, show, follow or stop the tasks of a state directory")
+    _add_tasks_parser(commands, chosen == "tasks")
+    return parser
+
+
+def _add_tasks_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], chosen: bool) -> None:  # pyright: ignore[reportPrivateUsage]
+    def add_options_if_chosen(_command: str, parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
+        if chosen:
+            add_options(parser, options)
+
+    tasks = commands.add_parser("tasks", help="list, show, follow, stop or answer the tasks of a state directory")
     task_commands = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
     task_list.add_argument("--json", action="store_true", help="print a JSON list of tasks")
@@ -69,11 +78,23 @@ def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
         ("show", "a task's state, tokens, cost and result (or its output so far)"),
         ("tail", "print a task's output and follow it until the task ends"),
         ("stop", "stop a running task, whichever server process runs it"),
+        ("answer", "answer the permission question a task waits on, whichever server process runs it"),
     ):
         command = task_commands.add_parser(action, help=help_text)
         command.add_argument("task_id", metavar="ID", help="the task id (or its first 6 or more characters)")
+        if action == "answer":
+            choice = command.add_mutually_exclusive_group(required=True)
+            choice.add_argument("--allow", dest="choice", action="store_const", const="allow", help="allow this call")
+            choice.add_argument(
+                "--always",
+                dest="choice",
+                action="store_const",
+                const="always",
+                help="allow it, and add the question's rule to the project's .claude/settings.local.json",
+            )
+            choice.add_argument("--deny", dest="choice", action="store_const", const="deny", help="deny this call")
+            command.add_argument("--question", metavar="QID", help="which question (default: the oldest open one)")
         add_options_if_chosen("tasks", command, STATE_DIR_OPTIONS)
-    return parser
 
 
 def command_parser(command: str | None = None) -> argparse.ArgumentParser:

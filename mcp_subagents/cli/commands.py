@@ -1,4 +1,4 @@
-"""The `mcp-subagents` command: serve | run | agents list/validate | tasks list/show/tail/stop | dashboard."""
+"""The `mcp-subagents` command: serve | run | agents list/validate | tasks list/show/tail/stop/answer | dashboard."""
 
 from __future__ import annotations
 
@@ -117,6 +117,7 @@ def _run_command(namespace: argparse.Namespace, settings: Settings, prescan: Cat
                     settings.state_dir,
                     task_id=getattr(namespace, "task_id", None),
                     as_json=getattr(namespace, "json", False),
+                    answer=(getattr(namespace, "choice", None), getattr(namespace, "question", None)),
                     out=sys.stdout,
                 )
             except KeyboardInterrupt:  # leaving `tasks tail` early

@@ -1,4 +1,4 @@
-"""`mcp-subagents tasks list | show | tail | stop`: the tasks of a state directory, from the terminal.
+"""`mcp-subagents tasks list | show | tail | stop | answer`: the tasks of a state directory, from the terminal.
 
 Everything a model, a host or a project file wrote (descriptions, agent and tool names, answers, the output file) is
 printed inert: an escape sequence in it shows as `\\x1b` instead of acting on the terminal. `--json` is already
@@ -6,7 +6,9 @@ inert: JSON escapes every character outside ASCII."""
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -17,8 +19,9 @@ from typing import TextIO
 from ..models.pricing import format_usd
 from ..render import outcome_text
 from ..render.inert import inert
+from ..render.questions import permission_message, waiting_text
 from ..render.rows import task_row
-from ..tasks.control import ControlError, request_stop
+from ..tasks.control import WHO, AnswerRequest, ControlError, request_answer, request_stop
 from ..tasks.files import (
     TaskLookupError,
     TaskSnapshot,
@@ -33,10 +36,20 @@ FOLLOW_INTERVAL = 0.2
 STOP_WAIT = 10.0
 
 
-def tasks_command(action: str, state_dir: Path, *, task_id: str | None, as_json: bool, out: TextIO) -> int:
-    """Run one `tasks` action; returns the exit status."""
+def tasks_command(
+    action: str,
+    state_dir: Path,
+    *,
+    task_id: str | None,
+    as_json: bool,
+    out: TextIO,
+    answer: tuple[str | None, str | None] = (None, None),
+) -> int:
+    """Run one `tasks` action; returns the exit status. `answer`: (allow|always|deny, question id or None)."""
     try:
         match action:
+            case "answer":
+                return _answer(state_dir, _snapshot(state_dir, task_id), answer[0] or "deny", answer[1], out=out)
             case "list":
                 return _list(state_dir, as_json=as_json, out=out)
             case "show":
@@ -76,7 +89,7 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
             f"{s.tokens:,}",
             "-" if s.cost_usd is None else format_usd(s.cost_usd),
             _duration(s.elapsed_s),
-            _field(s.header.description),
+            _field(s.header.description) + ("" if s.waiting is None else f"  [{waiting_text(s.waiting.question)}]"),
         )
         for s in snapshots
     ]
@@ -103,6 +116,15 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
         lines.append(f"resumed from: {_field(header.resumed_from)}")
     if snapshot.current_tools:
         lines.append(f"running now: {', '.join(_field(tool) for tool in snapshot.current_tools)}")
+    if snapshot.waiting is not None:
+        was = "was " if snapshot.state == "interrupted" else ""
+        lines += ["", f"{was}{waiting_text(snapshot.waiting.question)}"]
+        lines += [
+            f"  {line}"
+            for line in permission_message(snapshot.waiting.question, task_id=snapshot.waiting.task_id).splitlines()[2:]
+        ]
+        if not was:
+            lines.append(f"  answer: mcp-subagents tasks answer {header.task_id} --allow | --always | --deny")
     transcript = snapshot.path
     lines += [f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
     print("\n".join(lines), file=out)
@@ -159,6 +181,41 @@ def _stop(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
         time.sleep(FOLLOW_INTERVAL)
     print(f"Stop requested for task {header.task_id}, but it has not ended within {STOP_WAIT:g} s.", file=out)
     return 1
+
+
+def _answer(state_dir: Path, snapshot: TaskSnapshot, choice: str, question_id: str | None, *, out: TextIO) -> int:
+    header, waiting = snapshot.header, snapshot.waiting
+    if snapshot.finished or waiting is None:
+        print(f"mcp-subagents: task {header.task_id} waits on no question (it is {snapshot.state}).", file=sys.stderr)
+        return 1
+    request = AnswerRequest(header.task_id, question_id or waiting.id, choice, "cli", _who())
+    try:
+        request_answer(state_dir, header.control, request)
+    except ControlError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 1
+    deadline = time.monotonic() + STOP_WAIT
+    while time.monotonic() < deadline:
+        now = read_task(snapshot.path)
+        if now is None or now.finished or now.waiting is None or now.waiting.id != request.question_id:
+            done = {"allow": "Allowed", "always": "Always allowed", "deny": "Denied"}[choice]
+            print(f"{done}: {waiting_text(waiting.question).removeprefix('waiting for you: ')}", file=out)
+            return 0
+        time.sleep(FOLLOW_INTERVAL)
+    print(
+        f"The answer was sent to task {header.task_id}'s server, which has not taken it within {STOP_WAIT:g} s "
+        "(the question may have closed meanwhile).",
+        file=out,
+    )
+    return 1
+
+
+def _who() -> str:
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = f"uid-{os.getuid()}"
+    return name if WHO.fullmatch(name) else f"uid-{os.getuid()}"
 
 
 @dataclass(frozen=True, slots=True)

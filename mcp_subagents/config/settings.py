@@ -79,8 +79,9 @@ class Settings:
     task_timeout: float = 1800.0
     idle_timeout: float = 600.0
     foreground_deadline: float = 45.0
-    ask_timeout: float = 300.0
-    """Seconds a permission question waits for the person's answer before the call is denied."""
+    ask_timeout: float = 3600.0
+    """Seconds a permission question waits for the person's answer before the call is denied: long enough for work in
+    the background, whose person comes back later. The task's own time limits stop meanwhile."""
     model_deadline: float = 900.0
     max_retries: int = 10
     """Retries of a model request that failed for a passing reason (overload, rate limit, 5xx, connection)."""
@@ -317,7 +318,8 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option(
         "--ask-timeout",
         "ask_timeout",
-        "seconds a permission question waits for the person's answer before the call is denied (default: 300)",
+        "seconds a subagent's permission question waits for the person's answer, in the foreground or the background, "
+        "before the call is denied; the task's time limits stop meanwhile (default: 3600)",
         _seconds,
     ),
     Option(

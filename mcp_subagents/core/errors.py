@@ -135,3 +135,7 @@ class StopRunError(ToolError):
 
 class WorktreeError(SubagentsError):
     """The git worktree an isolated agent needs could not be made."""
+
+
+class QuestionClosedError(SubagentsError):
+    """A permission question is not open any more: answered already, timed out, or its task ended."""

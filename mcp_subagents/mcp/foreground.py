@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..agent.loop import ToolStarted, TurnStarted
 from ..core.errors import LaunchRefusedError, SubagentsError, TaskNotFoundError
 from ..core.redaction import Redactor
-from ..permissions.asking import Asker, OpenQuestions, cannot_ask
 from ..render import (
     budget_warning_text,
     describe_event,
@@ -35,10 +34,12 @@ from ..render import (
     task_error,
 )
 from ..render.inert import inert
+from ..render.questions import waiting_text
+from ..render.status import still_running_text
 from ..runtime.service import Subagents
-from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
+from ..tasks.record import BudgetWarning, QuestionAsked, TaskEvent, TaskRecord
 from .caller import principal_of
-from .elicitation import Elicitor, answer_of, permission_request
+from .elicitation import HostAsking, choice_of, permission_request, settle
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
 from .root_policy import confine_roots
 from .roots import ROOTS_INPUT_KEY, ConnectionRoots, host_roots, roots_from_response, roots_request
@@ -62,6 +63,9 @@ class RoundState(BaseModel):
     task: str | None = None
     """The task whose open permission questions the host was sent."""
     questions: list[str] = []
+    """The questions sent in this round."""
+    shown: list[str] = []
+    """Questions this chain of calls showed and the host dismissed (or left unanswered): not sent again."""
 
 
 def _text(text: str, *, is_error: bool = False) -> types.CallToolResult:
@@ -80,10 +84,20 @@ class TaskCalls:
         arguments = dict(params.arguments or {})
         catalog = await app.catalog_for_task(arguments.get("subagent_type"))
         args = parse_task(arguments, list(catalog.names()))
-        state = _round_state(params.request_state)
+        state = round_state(params.request_state)
         responses = params.input_responses or {}
+        shown: list[str] = []
         if state is not None and state.task is not None:
-            return await self._answer_questions(ctx, state, responses)
+            settled = await settle_round(ctx, app, state, responses)
+            if isinstance(settled, types.CallToolResult):
+                return settled
+            record, shown = settled
+            if args.resume != record.id:
+                return await self._wait_in_foreground(ctx, record, shown)
+        if args.resume:
+            attended = await self._attend_before_resume(ctx, args.resume, shown)
+            if attended is not None:
+                return attended
         roots = await self._roots(ctx, state, responses)
         if isinstance(roots, types.InputRequiredResult):
             return roots
@@ -98,7 +112,7 @@ class TaskCalls:
         if record.background:
             await record.opened.wait()  # the answer names the output file: it exists by then
             return _text(launched_text(record))
-        return await self._wait_in_foreground(ctx, record)
+        return await self._wait_in_foreground(ctx, record, [])
 
     async def _roots(
         self, ctx: ServerRequestContext[Any], state: RoundState | None, responses: types.InputResponses
@@ -118,54 +132,55 @@ class TaskCalls:
             input_requests={ROOTS_INPUT_KEY: roots_request()}, request_state=RoundState(roots=True).model_dump_json()
         )
 
-    async def _answer_questions(
-        self, ctx: ServerRequestContext[Any], state: RoundState, responses: types.InputResponses
-    ) -> TaskCallResult:
-        """A host's call that brings answers: settle the questions that are still open, then wait on the task again."""
-        assert state.task is not None
-        try:
-            record = self.app.tasks.get(state.task, principal=principal_of(ctx.request))
-        except TaskNotFoundError:
-            return _text(stale_answer_text(None, task_id=state.task), is_error=True)
-        questions = record.resources.questions
-        still_open = [qid for qid in state.questions if qid in questions.waiting()]
-        if not still_open:
-            logger.info("a late answer for task %s: its questions are closed", record.id)
-            return _text(stale_answer_text(record, task_id=record.id), is_error=True)
-        for question_id in still_open:
-            if question_id in responses:
-                questions.settle(question_id, answer_of(responses[question_id]))
-        return await self._wait_in_foreground(ctx, record)
-
-    async def _wait_in_foreground(self, ctx: ServerRequestContext[Any], record: TaskRecord) -> TaskCallResult:
+    async def _attend_before_resume(
+        self, ctx: ServerRequestContext[Any], task_id: str, shown: list[str]
+    ) -> TaskCallResult | None:
+        """`resume` of a task that is still running: its questions are asked through this call, and the resume goes
+        ahead (None) when the task ends within the foreground deadline; otherwise the call says it still runs."""
         app = self.app
-        modern = is_modern(ctx)
-        asker = self._asker(ctx, record, modern=modern)
+        try:
+            record = app.tasks.get(task_id, principal=principal_of(ctx.request))
+        except TaskNotFoundError:
+            return None  # the launch reports it
+        if record.finished:
+            return None
+        with app.tasks.attach(record, HostReporter(ctx, record, app.redact)):
+            ended = await wait_on_task(ctx, app, record, app.settings.foreground_deadline, shown)
+            if ended == "asking":
+                return questions_round(app, record, shown)
+        if record.finished:
+            return None
+        return _text(still_running_text(record, app.tasks.open_questions(record)), is_error=True)
+
+    async def _wait_in_foreground(
+        self, ctx: ServerRequestContext[Any], record: TaskRecord, shown: list[str]
+    ) -> TaskCallResult:
+        app = self.app
         deadline = app.settings.foreground_deadline
-        with app.tasks.attach(record, listener=HostReporter(ctx, record, app.redact), asker=asker) as attachment:
+        with app.tasks.attach(record, HostReporter(ctx, record, app.redact)):
             try:
-                ended = await _wait(record, record.resources.questions if modern else None, deadline)
+                ended = await wait_on_task(ctx, app, record, deadline, shown)
             except anyio.get_cancelled_exc_class():
                 logger.info("host cancelled task %s; stopping it", record.id)
                 app.tasks.request_stop(record.id)
                 raise
             if ended == "asking":
-                attachment.keep_asker()
-                return _questions_round(record)
+                return questions_round(app, record, shown)
         if record.outcome is not None:
             text = outcome_text(record, record.outcome, max_chars=app.settings.max_result_chars)
             return _text(text, is_error=record.outcome.is_error)
-        return _text(handover_text(record, waited_s=deadline, recent_output=app.tasks.recent_output(record)))
+        return _text(
+            handover_text(
+                record,
+                waited_s=deadline,
+                recent_output=app.tasks.recent_output(record),
+                questions=app.tasks.open_questions(record),
+            )
+        )
 
-    def _asker(self, ctx: ServerRequestContext[Any], record: TaskRecord, *, modern: bool) -> Asker:
-        if not can_elicit_form(ctx):
-            return cannot_ask
-        if modern:
-            return record.resources.questions
-        return Elicitor(ctx, record)
 
-
-def _round_state(plaintext: str | None) -> RoundState | None:
+def round_state(plaintext: str | None) -> RoundState | None:
+    """The state a repeated call brings back, if any (a 2026-era round trip)."""
     if plaintext is None:
         return None
     try:
@@ -173,12 +188,53 @@ def _round_state(plaintext: str | None) -> RoundState | None:
     except ValidationError:
         raise SubagentsError(
             "This call's requestState cannot be read (it comes from another version of the server); "
-            "call Task again without it."
+            "call the tool again without it."
         ) from None
 
 
-async def _wait(record: TaskRecord, questions: OpenQuestions | None, seconds: float) -> WaitEnd:
-    """Wait until the task finishes, asks a question the host must carry (2026 era), or `seconds` pass."""
+async def settle_round(
+    ctx: ServerRequestContext[Any], app: Subagents, state: RoundState, responses: types.InputResponses
+) -> tuple[TaskRecord, list[str]] | types.CallToolResult:
+    """A host's call that brings answers: settle the questions that are still open. Returns the task and the
+    questions not to send again in this chain of calls, or the result for an answer that came too late."""
+    assert state.task is not None
+    try:
+        record = app.tasks.get(state.task, principal=principal_of(ctx.request))
+    except TaskNotFoundError:
+        return _text(stale_answer_text(None, task_id=state.task), is_error=True)
+    board = app.tasks.root(record).resources.questions
+    still_open = [question for qid in state.questions if (question := board.get(qid)) is not None]
+    if len(still_open) < len(state.questions):
+        logger.info("task %s: answers for questions settled elsewhere first are dropped", record.id)
+    shown = list(state.shown)
+    for question in still_open:
+        response = responses.get(question.id)
+        if response is None:
+            continue  # no answer for it in this call: sent again
+        choice = choice_of(response)
+        if choice is None:
+            shown.append(question.id)  # dismissed: left open for the other places, not sent again in this chain
+        else:
+            await settle(app, record, question, choice, principal_of(ctx.request))
+    return record, shown
+
+
+async def wait_on_task(
+    ctx: ServerRequestContext[Any],
+    app: Subagents,
+    record: TaskRecord,
+    seconds: float,
+    shown: list[str],
+    *,
+    until_shown: bool = False,
+) -> WaitEnd:
+    """Wait until the task finishes or `seconds` pass, showing the person its open questions meanwhile: through
+    `elicitation/create` (2025 era), or by ending the wait as `asking` when a question this chain of calls has not
+    shown is open (2026 era: the call answers an `InputRequiredResult`). `until_shown` (2025 era): end once every
+    question open now has been shown, finished or not."""
+    can_ask = can_elicit_form(ctx)
+    modern = is_modern(ctx)
+    board = app.tasks.root(record).resources.questions
     with anyio.move_on_after(seconds):
         async with anyio.create_task_group() as group:
 
@@ -186,27 +242,32 @@ async def _wait(record: TaskRecord, questions: OpenQuestions | None, seconds: fl
                 await record.done.wait()
                 group.cancel_scope.cancel()
 
-            group.start_soon(until_finished)
-            if questions is not None:
+            async def until_asking() -> None:
+                await board.wait_for_new(shown)
+                group.cancel_scope.cancel()
 
-                async def until_asking() -> None:
-                    await questions.wait_until_open()
+            async def asking() -> None:
+                await HostAsking(ctx, app, record).run(until_shown=until_shown)
+                if until_shown:
                     group.cancel_scope.cancel()
 
+            group.start_soon(until_finished)
+            if can_ask and modern:
                 group.start_soon(until_asking)
+            elif can_ask:
+                group.start_soon(asking)
     if record.done.is_set():
         return "finished"
-    if questions is not None and questions.waiting():
+    if can_ask and modern and any(question.id not in shown for question in board.waiting()):
         return "asking"
     return "deadline"
 
 
-def _questions_round(record: TaskRecord) -> types.InputRequiredResult:
-    waiting = record.resources.questions.waiting()
-    requests: types.InputRequests = {
-        question_id: permission_request(question, record) for question_id, question in waiting.items()
-    }
-    state = RoundState(task=record.id, questions=list(waiting))
+def questions_round(app: Subagents, record: TaskRecord, shown: list[str]) -> types.InputRequiredResult:
+    """The open questions this chain of calls has not shown, as a 2026-era host's input requests."""
+    waiting = [question for question in app.tasks.open_questions(record) if question.id not in shown]
+    requests: types.InputRequests = {question.id: permission_request(question) for question in waiting}
+    state = RoundState(task=record.id, questions=[question.id for question in waiting], shown=shown)
     return types.InputRequiredResult(input_requests=requests, request_state=state.model_dump_json())
 
 
@@ -239,12 +300,14 @@ class HostReporter:
             message = f"turn {event.turn}: {inert(event.call.name, one_line=True)}"
         elif isinstance(event, BudgetWarning):
             message = f"turn {event.turn}: budget: {budget_warning_text(event)}"
+        elif isinstance(event, QuestionAsked):
+            message = waiting_text(event.entry.question)
         else:
             message = None
         if message is not None:
             # Counted on the task, so progress keeps rising across the calls of a 2026-era round trip.
-            progress = self._record.progress
-            await self._ctx.session.report_progress(progress.turn + progress.tool_uses, None, message)
+            progress, asked = self._record.progress, self._record.resources.questions.asked
+            await self._ctx.session.report_progress(progress.turn + progress.tool_uses + asked, None, message)
         line = describe_event(event)
         if line is not None and log_level_allows(self._ctx, "info"):
             # Hosts show these to people: the model's text in them is made inert (and so well-formed).

@@ -36,7 +36,6 @@ from .caller import principal_of
 from .host_connection import set_log_level
 from .notifications import ToolListNotifier
 from .schemas import (
-    TaskOutputInput,
     TaskStopInput,
     parse_arguments,
     task_output_schema,
@@ -189,7 +188,9 @@ class _Handlers:
                 assert self.server is not None
                 return await self.server.task_calls(ctx, params)
             case "TaskOutput":
-                return await _call_task_output(app, arguments, principal_of(ctx.request))
+                from .task_output import task_output_call
+
+                return await task_output_call(ctx, app, params)
             case "TaskStop":
                 return await _call_task_stop(app, arguments, principal_of(ctx.request))
             case "TaskList":
@@ -254,23 +255,6 @@ def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
         for record in app.tasks.tasks_of(principal)
     ]
     return task_list_result(entries)
-
-
-async def _call_task_output(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:
-    from ..render.status import status_text
-
-    request = parse_arguments("TaskOutput", TaskOutputInput, arguments)
-    record = app.tasks.get(request.task_id, principal=principal)
-    if request.block and not record.finished:
-        await app.tasks.wait(record, min(request.timeout / 1000, app.settings.foreground_deadline))
-    text = status_text(
-        record,
-        queue=app.tasks.queue_position(record),
-        recent_output=app.tasks.recent_output(record),
-        max_result_chars=app.settings.max_result_chars,
-        subtasks=app.tasks.subtasks(record),
-    )
-    return _text(text, is_error=record.is_error)
 
 
 async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:

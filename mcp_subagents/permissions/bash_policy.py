@@ -4,6 +4,7 @@ against the file rules, then the mode."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..core.json_values import JsonObject
 from .bash import Redirect, ShellSyntaxError, SimpleCommand, matching_variants, printed_text, split_command
@@ -156,13 +157,13 @@ def _sandbox_verdict(policy: PermissionPolicy, mode: str, subject: str, verdict:
             "Sandboxed commands run without asking only when the settings say sandbox.autoAllowBashIfSandboxed: "
             "true (or the server runs with --sandbox auto-allow)."
         )
-        return Verdict("ask", f"{verdict.reason} {how}")
+        return replace(verdict, decision="ask", reason=f"{verdict.reason} {how}")
     if policy.sandbox_too_wide is not None:
         why = (
             f"The sandbox does not let it run without asking: {policy.sandbox_too_wide}. Start the server with --cwd "
             "set to the project folder (or let the host send its roots) so that sandboxed commands can run unasked."
         )
-        return Verdict("ask", f"{verdict.reason} {why}")
+        return replace(verdict, decision="ask", reason=f"{verdict.reason} {why}")
     return Verdict(
         "allow",
         f"{subject} runs in the sandbox, which confines what it can write and reach, so {mode} mode runs it "

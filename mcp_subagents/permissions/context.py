@@ -131,6 +131,7 @@ def protected_write(policy: PermissionPolicy, subject: str, path: str) -> Verdic
         "ask",
         f"{subject} writes to {path}, {protection.what}. No mode lets a subagent change it on its own, so it needs "
         f'approval. To allow it, add "{suggestion}" (a rule that names the path) to permissions.allow.',
+        suggestion=suggestion,
     )
 
 
@@ -149,7 +150,7 @@ def needs_approval(
         )
     if mode == "dontAsk":
         return Verdict("deny", f"{statement}, and dontAsk mode denies what would need approval. {how}")
-    return Verdict("ask", f"{statement}, so it needs approval in {mode} mode. {how}")
+    return Verdict("ask", f"{statement}, so it needs approval in {mode} mode. {how}", suggestion=suggestion)
 
 
 def _json(rule: str) -> str:

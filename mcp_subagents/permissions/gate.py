@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 
 from ..core.guards import Allow, BashPlace, GuardOutcome, Refuse, Stop, ToolAttempt
 from ..core.hook_points import HookPermission, PermissionAnswer, PermissionHook
 from ..core.json_values import JsonObject
 from .asking import Asker, PermissionQuestion
 from .policy import PermissionPolicy, decide
+from .session_rules import SessionRules
 from .verdict import Verdict
 
 SHOWN_CHARS = 120
@@ -32,20 +34,34 @@ class PermissionGuard:
         agent: str,
         ask: Asker,
         permission_hook: PermissionHook | None = None,
+        project: Path | None = None,
+        session_rules: SessionRules | None = None,
     ) -> None:
         self._policies = policies
         self._fallback = next(iter(policies.values()))
         self._agent = agent
         self._ask = ask
         self._permission_hook = permission_hook
+        self._project = project
+        self._session_rules = session_rules
 
     async def __call__(self, attempt: ToolAttempt) -> GuardOutcome:
         policy = self._policies.get(attempt.bash_runs, self._fallback)
+        if self._session_rules is not None and self._project is not None:
+            policy = self._session_rules.applied(policy, self._project)
         call, name = attempt.call, attempt.tool.name
         verdict = _verdict(policy, name, call.arguments, attempt.hook_permission)
         if verdict.decision == "allow":
             return Allow()
-        question = PermissionQuestion(agent=self._agent, tool=name, arguments=call.arguments, reason=verdict.reason)
+        question = PermissionQuestion(
+            agent=self._agent,
+            tool=name,
+            arguments=call.arguments,
+            reason=verdict.reason,
+            suggestion=None if policy.rules.managed_only else verdict.suggestion,
+            project=None if self._project is None else str(self._project),
+            call_id=call.id,
+        )
         reason = verdict.reason
         if verdict.decision == "ask":
             if self._permission_hook is not None:

@@ -173,6 +173,8 @@ class PermissionRules:
     """`permissions.disableBypassPermissionsMode: "disable"`: bypassPermissions acts as default."""
     deny_instead_of_prompting: bool = False
     """`permissions.denyInsteadOfPrompting: true`: a call that would ask is denied."""
+    managed_only: bool = False
+    """`allowManagedPermissionRulesOnly`: only the managed policy's rules count, so no answer can add one."""
 
     @classmethod
     def of(
@@ -215,6 +217,7 @@ def rules_from_settings(settings: ClaudeSettings) -> PermissionRules:
         errors=tuple(errors),
         bypass_disabled=settings.bypass_disabled,
         deny_instead_of_prompting=settings.deny_instead_of_prompting,
+        managed_only=settings.managed_rules_only,
     )
 
 

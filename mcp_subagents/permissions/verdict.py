@@ -17,6 +17,9 @@ class Verdict:
     """Which rule or mode decided, and for ask/deny how the user could allow the call."""
     rule: str | None = None
     """The rule (or permission map entry) that decided; None when the mode's default did."""
+    suggestion: str | None = None
+    """For ask: the allow rule that would let calls like this one run without asking; None when none would (an ask
+    rule decided)."""
 
 
 def strictest(decisions: list[Decision]) -> Decision | None:

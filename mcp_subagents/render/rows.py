@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..tasks.files import TaskSnapshot
+from ..tasks.files import TaskSnapshot, WaitingQuestion
+from .questions import always_text, permission_message, question_headline
 
 
 def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
@@ -31,4 +32,19 @@ def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "denials": snapshot.denials,
         "last_text": snapshot.last_text[-500:],
         "pid": header.pid,
+        "waiting": None if snapshot.waiting is None else waiting_row(snapshot.waiting),
+    }
+
+
+def waiting_row(waiting: WaitingQuestion) -> dict[str, Any]:
+    """The question a task waits on, as the dashboard and `tasks list --json` show it: the headline made inert
+    for people; the raw arguments stay in the transcript."""
+    question = waiting.question
+    return {
+        "id": waiting.id,
+        "task_id": waiting.task_id,
+        "asked_at": waiting.asked_at,
+        "headline": question_headline(question),
+        "message": permission_message(question, task_id=waiting.task_id),
+        "always": always_text(question),
     }

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 
 from ..agent.loop import Compacted, ModelResponded, ToolFinished, ToolStarted
+from ..permissions.asking import Answer, OpenQuestion
 from ..tasks.outcome import TaskOutcome
-from ..tasks.record import BudgetWarning, TaskEvent, TaskRecord
-from .envelopes import outcome_text, usd_value
+from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, TaskEvent, TaskRecord
+from .envelopes import escape_attribute, outcome_text, usd_value
+from .inert import inert
+from .questions import question_headline, waiting_text
 
 
 def launched_text(record: TaskRecord) -> str:
@@ -22,10 +26,13 @@ def launched_text(record: TaskRecord) -> str:
     )
 
 
-def handover_text(record: TaskRecord, *, waited_s: float, recent_output: str) -> str:
+def handover_text(
+    record: TaskRecord, *, waited_s: float, recent_output: str, questions: Sequence[OpenQuestion] = ()
+) -> str:
+    waiting = "".join(f"It is {waiting_text(entry.question)}\n" for entry in questions)
     return (
         f"Task {record.id} ({record.agent}: {record.description}) is still running after "
-        f"{waited_s:g} s, so it continues in the background; nothing is lost.\n"
+        f"{waited_s:g} s, so it continues in the background; nothing is lost.\n{waiting}"
         f'Call TaskOutput with {{"task_id": "{record.id}"}} to wait for its result, or TaskStop to stop it.\n'
         f"output_file: {record.output_path}\n\n"
         f"Output so far:\n{recent_output}"
@@ -39,10 +46,15 @@ def status_text(
     recent_output: str,
     max_result_chars: int,
     subtasks: Sequence[tuple[int, TaskRecord]] = (),
+    questions: Sequence[OpenQuestion] = (),
 ) -> str:
-    """TaskOutput's answer: where the task stands, the subagents it launched, then its result or its output so
-    far."""
-    lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", f"<status>{record.state}</status>"]
+    """TaskOutput's answer: where the task stands, the questions it waits on, the subagents it launched, then its
+    result or its output so far."""
+    state = "waiting" if questions and not record.finished else record.state
+    lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", f"<status>{state}</status>"]
+    lines += [waiting_element(entry) for entry in questions]
+    if questions:
+        lines.append(f"<note>{WAITING_NOTE}</note>")
     if record.parent is not None:
         lines.append(f"<parent_task_id>{record.parent}</parent_task_id>")
     if subtasks:
@@ -53,13 +65,29 @@ def status_text(
         lines.append(f"<subtasks>\n{tree}\n</subtasks>")
     if queue is not None:
         lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
-    elif record.state == "running":
+    elif record.active:
         lines.append(f"<progress>{progress_text(record)}</progress>")
     if record.outcome is not None:
         lines.append(outcome_text(record, record.outcome, max_chars=max_result_chars))
     else:
         lines.append(f"<output>\n{recent_output}</output>")
     return "\n".join(lines)
+
+
+WAITING_NOTE = (
+    "The task is blocked until the person answers; you cannot answer for them. They can answer in this host's "
+    "permission form (each TaskOutput call about the task shows it where the host can), in the task's card of the "
+    "MCP App view, on the dashboard, or with `mcp-subagents tasks answer TASK_ID --allow|--always|--deny`. A "
+    "question nobody answers within --ask-timeout is denied and the task goes on."
+)
+
+
+def waiting_element(entry: OpenQuestion) -> str:
+    asked = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.asked_at))
+    return (
+        f'<waiting_for_you task_id="{escape_attribute(entry.task_id)}" asked_at="{asked}">'
+        f"{escape_attribute(question_headline(entry.question))}</waiting_for_you>"
+    )
 
 
 def progress_text(record: TaskRecord) -> str:
@@ -82,6 +110,15 @@ def budget_warning_text(warning: BudgetWarning) -> str:
     return (
         f"spent ${usd_value(warning.spent_usd)} of its ${budget.usd:g} budget ({share:.0%}, {budget.source}); "
         "it stops when the budget is spent"
+    )
+
+
+def still_running_text(record: TaskRecord, questions: Sequence[OpenQuestion]) -> str:
+    """`resume` of a task that has not ended within the foreground deadline."""
+    waiting = "".join(f" It is {waiting_text(entry.question)}." for entry in questions)
+    return (
+        f"Task {record.id} ({record.agent}) is still {record.state}, so it cannot be resumed yet.{waiting} Wait for "
+        f'it with TaskOutput {{"task_id": "{record.id}"}}, or stop it with TaskStop, then resume it.'
     )
 
 
@@ -126,10 +163,27 @@ def describe_event(event: TaskEvent) -> str | None:
         status = "error" if event.result.is_error else "ok"
         first = event.result.content.strip().splitlines()[0][:200] if event.result.content.strip() else ""
         return f"[turn {event.turn}] {event.call.name} -> {status} ({len(event.result.content)} chars): {first}\n"
+    if isinstance(event, QuestionAsked):
+        return f"[waiting] {waiting_text(event.entry.question)}\n"
+    if isinstance(event, QuestionAnswered):
+        return f"[answered] {answer_line(event.answer)}\n"
     if isinstance(event, Compacted):
         why = "it passed the compaction threshold" if event.reason == "threshold" else "the model found it too long"
         return f"[turn {event.turn}] conversation of {event.replaced} messages summarised ({why})\n"
     return None
+
+
+def answer_line(answer: Answer) -> str:
+    """What became of a question, for output files and lists."""
+    who = f" by {inert(answer.by, one_line=True)}" if answer.by else ""
+    where = f" via {inert(answer.via, one_line=True)}" if answer.via else ""
+    match answer.kind:
+        case "allowed":
+            return f"{'always allowed' if answer.always else 'allowed'}{who}{where}"
+        case "declined":
+            return f"denied{who}{where}"
+        case "unanswered":
+            return answer.why_not()
 
 
 class OutputFileTexts:

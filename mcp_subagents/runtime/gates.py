@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from ..core.errors import StopRunError, ToolError
 from ..core.guards import Allow, BashPlace, Guard, Proceed, Refuse, Stop, ToolAttempt
@@ -22,6 +23,7 @@ from ..permissions.asking import Asker, Denial
 from ..permissions.context import read_filter
 from ..permissions.gate import PermissionGuard
 from ..permissions.policy import PermissionPolicy
+from ..permissions.session_rules import SessionRules
 from ..sandbox import RunSandbox
 from ..sandbox.gate import SandboxPlacement
 
@@ -63,6 +65,15 @@ class SandboxTerms:
     """Why the sandbox cannot confine writes to a project here (then it never runs a command unasked), or None."""
 
 
+@dataclass(frozen=True, slots=True)
+class QuestionTerms:
+    """Where a run's questions belong: the project whose `.claude/settings.local.json` an "always allow" answer
+    writes, and the allow rules such answers added while this server runs."""
+
+    project: Path
+    session_rules: SessionRules
+
+
 def run_gate(
     policy: PermissionPolicy,
     sandbox: RunSandbox | None,
@@ -72,6 +83,7 @@ def run_gate(
     ask: Asker,
     denials: list[Denial],
     permission_hook: PermissionHook | None,
+    answers: QuestionTerms | None = None,
 ) -> ToolGate:
     """The gate of one run. With the sandbox on, each Bash command is judged where the sandbox places it: inside
     (unasked only where the terms allow it) or outside (it needs an allow rule that names it)."""
@@ -83,7 +95,16 @@ def run_gate(
             policy, bash_runs="sandboxed", sandbox_auto_allow=terms.auto_allow, sandbox_too_wide=terms.too_wide
         )
         policies["outside_sandbox"] = replace(policy, bash_runs="outside_sandbox")
-    guards.append(PermissionGuard(policies, agent=agent, ask=ask, permission_hook=permission_hook))
+    guards.append(
+        PermissionGuard(
+            policies,
+            agent=agent,
+            ask=ask,
+            permission_hook=permission_hook,
+            project=answers.project if answers else None,
+            session_rules=answers.session_rules if answers else None,
+        )
+    )
     return RunGate(guards, denials=denials)
 
 

@@ -15,6 +15,7 @@ from ..definitions import AgentDefinition, Catalog
 if TYPE_CHECKING:
     from ..models.base import Model
     from ..models.pricing import PriceFiles
+    from ..permissions.session_rules import SessionRules
     from ..sandbox import SandboxRuntime
     from ..tasks.manager import TaskManager
     from ..tasks.record import TaskRecord
@@ -42,6 +43,9 @@ class RunHost(Protocol):
 
     @property
     def policies(self) -> RunPolicies: ...
+
+    @property
+    def session_rules(self) -> SessionRules: ...
 
     @property
     def provider_name(self) -> str: ...

@@ -40,7 +40,7 @@ from ..tasks.transcripts import read_history
 from ..tools import BUILTIN_TOOL_NAMES
 from ..tools.base import ModelAccess, ToolContext
 from .extensions import Extender, Extensions, RunPlace
-from .gates import SandboxTerms, read_filter, redirect_check, run_gate
+from .gates import QuestionTerms, SandboxTerms, read_filter, redirect_check, run_gate
 from .host import RunHost
 from .policies import KEPT
 from .request import TaskRequest
@@ -250,7 +250,7 @@ class RunAssembly:
             thinking=chosen.thinking,
             effort=chosen.effort,
             compact_threshold=chosen.compact_threshold,
-            gate=self._gate(definition, record, policy, sandbox, extensions),
+            gate=self._gate(definition, record, policy, sandbox, extensions, place.project),
             hooks=extensions.hooks,
             unavailable_tools=extensions.unavailable,
         )
@@ -302,6 +302,7 @@ class RunAssembly:
         policy: PermissionPolicy,
         sandbox: RunSandbox | None,
         extensions: Extensions,
+        project: Path,
     ) -> ToolGate:
         terms = None
         if sandbox is not None:
@@ -317,6 +318,7 @@ class RunAssembly:
             ask=partial(self._host.tasks.ask, record),
             denials=record.resources.denials,
             permission_hook=extensions.hooks,
+            answers=QuestionTerms(project=project, session_rules=self._host.session_rules),
         )
 
     def _too_wide(self, sandbox: RunSandbox) -> str | None:

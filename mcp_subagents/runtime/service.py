@@ -42,10 +42,12 @@ from .warmup import FIRST_RUN_MODULES, TASK_ENGINE_MODULES, import_all
 if TYPE_CHECKING:
     from ..models.base import Model
     from ..models.pricing import PriceFiles
+    from ..permissions.session_rules import SessionRules
     from ..sandbox import SandboxConfig, SandboxRuntime
     from ..tasks.manager import TaskManager
     from ..tasks.record import TaskObserver, TaskRecord
     from ..tools import Tool
+    from .answers import QuestionAnswers
     from .extensions import RunPlace
     from .policies import RunPolicies
     from .runs import RunAssembly
@@ -124,6 +126,8 @@ class Subagents:
         self._prices: PriceFiles | None = None
         self._tools: dict[str, Tool] | None = None
         self._policies: RunPolicies | None = None
+        self._session_rules: SessionRules | None = None
+        self._answers: QuestionAnswers | None = None
         self._sandbox: SandboxRuntime | None = None
         self._sandbox_lock = threading.Lock()
         if settings.sandbox == "on":
@@ -348,10 +352,12 @@ class Subagents:
         return definition
 
     def _open_control_channel(self, group: TaskGroup) -> None:
-        """Let `mcp-subagents tasks stop` and the dashboard stop this process's tasks."""
+        """Let `mcp-subagents tasks stop|answer` and the dashboard stop this process's tasks and answer their
+        questions."""
         from ..tasks.control import ControlChannel
+        from .control import ControlRequests
 
-        channel = ControlChannel(self.settings.state_dir, self._stop_own)
+        channel = ControlChannel(self.settings.state_dir, ControlRequests(self))
         try:
             channel.open()
         except OSError as exc:
@@ -362,7 +368,26 @@ class Subagents:
             self._tasks.control_name = channel.name
         group.start_soon(channel.serve, name="control channel")
 
-    def _stop_own(self, task_id: str) -> bool:
+    @property
+    def session_rules(self) -> SessionRules:
+        """Allow rules the person added by answering "always allow" while this server runs."""
+        if self._session_rules is None:
+            from ..permissions.session_rules import SessionRules
+
+            self._session_rules = SessionRules()
+        return self._session_rules
+
+    @property
+    def answers(self) -> QuestionAnswers:
+        """Where every place that reaches the person answers the subagents' questions."""
+        if self._answers is None:
+            from .answers import QuestionAnswers
+
+            self._answers = QuestionAnswers(self.tasks, self.session_rules)
+        return self._answers
+
+    def stop_own(self, task_id: str) -> bool:
+        """Stop a task this process runs, whoever started it (the control channel's request)."""
         return self._tasks is not None and self._tasks.stop_own(task_id)
 
     def warm_up(self) -> None:

@@ -18,6 +18,7 @@ from ..core.messages import Usage
 from ..core.processes import process_alive
 from ..core.state import TASK_ID
 from ..models.pricing import PriceTable
+from ..permissions.asking import PermissionQuestion
 from .outcome import TaskOutcome
 from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
 
@@ -35,12 +36,22 @@ class UsagePoint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WaitingQuestion:
+    """A permission question the transcript holds no answer for."""
+
+    id: str
+    task_id: str
+    asked_at: float
+    question: PermissionQuestion
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskSnapshot:
     path: Path
     """The transcript; the output file is beside it (`output_path`)."""
     header: TranscriptHeader
     state: str
-    """queued, running, completed, failed, stopped or interrupted."""
+    """queued, running, waiting (for the person's answer), completed, failed, stopped or interrupted."""
     turns: int = 0
     tool_uses: int = 0
     usage: Usage = field(default_factory=Usage)
@@ -53,6 +64,8 @@ class TaskSnapshot:
     denials: int = 0
     outcome: TaskOutcome | None = None
     points: tuple[UsagePoint, ...] = ()
+    waiting: WaitingQuestion | None = None
+    """The question the task waits on (or waited on when it was interrupted); None when there is none."""
 
     @property
     def task_id(self) -> str:
@@ -72,7 +85,9 @@ class TaskSnapshot:
             return self.outcome.counts.duration_s
         if self.started_at is None:
             return 0.0
-        end = time.time() if self.state == "running" else self.updated_at  # a running task's clock keeps going
+        end = (
+            time.time() if self.state in ("running", "waiting") else self.updated_at
+        )  # a running task's clock keeps going
         return max(0.0, end - self.started_at)
 
 
@@ -85,35 +100,15 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
     summary = read_summary(path)
     if summary is None:
         return None
-    header = summary.header
-    turns = tool_uses = denials = 0
-    usage = Usage()
-    cost: float | None = None
-    started: float | None = None
-    pending: dict[str, str] = {}
-    last_text = ""
-    points: list[UsagePoint] = []
+    header, outcome = summary.header, summary.outcome
+    seen = _Lines()
     for entry in _entries_or_none(path):
-        kind = entry.get("type")
-        if kind == "state" and entry.get("state") == "running":
-            started = _float(entry.get("at"))
-        elif kind == "usage":
-            turns = max(turns, json_int(entry.get("turn")))
-            usage = _usage(entry.get("usage"))
-            cost = _float(entry.get("cost_usd"))
-            points.append(
-                UsagePoint(at=_float(entry.get("at")) or 0.0, turn=turns, tokens=usage.total_tokens, cost_usd=cost)
-            )
-        elif kind == "denial":
-            denials += 1
-        elif kind == "message":
-            message = entry.get("message")
-            if isinstance(message, dict):
-                typed = cast("dict[str, Any]", message)
-                last_text = _follow_message(typed, pending) or last_text
-                tool_uses += _calls(typed)
-    outcome = summary.outcome
-    state = outcome.state if outcome is not None else ("running" if started is not None else "queued")
+        seen.read(entry)
+    usage, turns, tool_uses, cost = seen.usage, seen.turns, seen.tool_uses, seen.cost
+    state = outcome.state if outcome is not None else ("running" if seen.started is not None else "queued")
+    waiting = next(iter(seen.questions.values()), None) if outcome is None else None
+    if waiting is not None:
+        state = "waiting"
     if outcome is None and not _alive(header.pid):
         state = "interrupted"
     if outcome is not None and outcome.counts is not None:
@@ -129,14 +124,58 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
         tool_uses=tool_uses,
         usage=usage,
         cost_usd=cost,
-        started_at=started,
+        started_at=seen.started,
         updated_at=_mtime(path),
-        current_tools=tuple(pending.values()) if outcome is None else (),
-        last_text=last_text,
-        denials=denials,
+        current_tools=tuple(seen.pending.values()) if outcome is None else (),
+        last_text=seen.last_text,
+        denials=seen.denials,
         outcome=outcome,
-        points=tuple(points),
+        points=tuple(seen.points),
+        waiting=waiting,
     )
+
+
+@dataclass(slots=True)
+class _Lines:
+    """What the lines of a transcript add up to, read one by one."""
+
+    turns: int = 0
+    tool_uses: int = 0
+    denials: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float | None = None
+    started: float | None = None
+    pending: dict[str, str] = field(default_factory=lambda: {})
+    """Tool calls of the latest turn without a result yet: call id -> tool name."""
+    questions: dict[str, WaitingQuestion] = field(default_factory=lambda: {})
+    """Questions without an answer line."""
+    last_text: str = ""
+    points: list[UsagePoint] = field(default_factory=lambda: [])
+
+    def read(self, entry: dict[str, Any]) -> None:
+        kind = entry.get("type")
+        if kind == "state" and entry.get("state") == "running":
+            self.started = _float(entry.get("at"))
+        elif kind == "usage":
+            self.turns = max(self.turns, json_int(entry.get("turn")))
+            self.usage = _usage(entry.get("usage"))
+            self.cost = _float(entry.get("cost_usd"))
+            at = _float(entry.get("at")) or 0.0
+            self.points.append(UsagePoint(at=at, turn=self.turns, tokens=self.usage.total_tokens, cost_usd=self.cost))
+        elif kind == "denial":
+            self.denials += 1
+        elif kind == "question":
+            asked = _waiting_question(entry)
+            if asked is not None:
+                self.questions[asked.id] = asked
+        elif kind == "answer":
+            self.questions.pop(str(entry.get("id")), None)
+        elif kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict):
+                typed = cast("dict[str, Any]", message)
+                self.last_text = _follow_message(typed, self.pending) or self.last_text
+                self.tool_uses += _calls(typed)
 
 
 def list_tasks(state_dir: Path, prices: PriceTable | None = None) -> list[TaskSnapshot]:
@@ -204,6 +243,26 @@ def _calls(message: dict[str, Any]) -> int:
     if message.get("role") != "assistant":
         return 0
     return sum(1 for part in json_objects(message.get("parts")) if part.get("kind") == "tool_call")
+
+
+def _waiting_question(entry: dict[str, Any]) -> WaitingQuestion | None:
+    question_id, arguments = entry.get("id"), entry.get("arguments")
+    if not isinstance(question_id, str) or not isinstance(arguments, dict):
+        return None
+    suggestion, project = entry.get("suggestion"), entry.get("project")
+    return WaitingQuestion(
+        id=question_id,
+        task_id=str(entry.get("task_id") or ""),
+        asked_at=_float(entry.get("at")) or 0.0,
+        question=PermissionQuestion(
+            agent=str(entry.get("agent") or ""),
+            tool=str(entry.get("tool") or ""),
+            arguments=cast("dict[str, Any]", arguments),
+            reason=str(entry.get("reason") or ""),
+            suggestion=suggestion if isinstance(suggestion, str) else None,
+            project=project if isinstance(project, str) else None,
+        ),
+    )
 
 
 def _alive(pid: int | None) -> bool:

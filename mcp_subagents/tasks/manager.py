@@ -7,8 +7,8 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Mapping, Sequence
-from contextlib import ExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -25,14 +25,17 @@ from ..core.processes import ProcessGroups
 from ..core.redaction import Redactor
 from ..core.state import AppendFile
 from ..models.pricing import ModelPrice
-from ..permissions.asking import BACKGROUND, Answer, Asker, PermissionQuestion
+from ..permissions.asking import Answer, OpenQuestion, PermissionQuestion
 from .endings import cancelled, completed, failed, timed_out
 from .finished import close_interrupted_transcripts, load_finished
 from .outcome import TaskOutcome, redacted
+from .questions import ask_person, limits_paused
 from .record import (
     BudgetWarning,
     Job,
     Listener,
+    QuestionAnswered,
+    QuestionAsked,
     TaskBudget,
     TaskEvent,
     TaskLimits,
@@ -60,17 +63,6 @@ class FinishedTask:
     owner: str
     created: float
     children: tuple[str, ...]
-
-
-class Attachment:
-    """A foreground host call attached to a task: it receives the run's events and asks the person its questions."""
-
-    def __init__(self) -> None:
-        self.kept = False
-
-    def keep_asker(self) -> None:
-        """The host will come back with answers (a 2026-era round trip): its asker stays after this call ends."""
-        self.kept = True
 
 
 class TaskManager:
@@ -127,6 +119,13 @@ class TaskManager:
             record.resources.processes.kill_all()  # background processes must not outlive the server
         for processes in self._lingering:
             processes.kill_all()
+
+    def in_background(self, func: Callable[..., Coroutine[Any, Any, object]], *args: object, name: str) -> None:
+        """Run `func(*args)` in the manager's task group: it outlives the host call that started it, not the
+        server."""
+        if self._group is None:
+            raise SubagentsError("The task manager is not running")
+        self._group.start_soon(func, *args, name=name)
 
     def new_id(self) -> str:
         """128 random bits: over HTTP an id is all that stands between a task and another person."""
@@ -319,6 +318,10 @@ class TaskManager:
         owned += [record for task_id, _ in done if (record := self._load_finished(task_id)) is not None]
         return sorted(owned, key=lambda record: record.created, reverse=True)
 
+    def live(self, task_id: str) -> TaskRecord | None:
+        """The queued or running task `task_id` of this process, whoever started it."""
+        return self._records.get(task_id)
+
     def stop_own(self, task_id: str) -> bool:
         """Stop `task_id` if this process runs it (a request from outside: `tasks stop`, the dashboard)."""
         record = self._records.get(task_id)
@@ -347,21 +350,17 @@ class TaskManager:
     # ---- the foreground call ----------------------------------------------------------------------------------------
 
     @contextmanager
-    def attach(self, record: TaskRecord, *, listener: Listener, asker: Asker) -> Generator[Attachment]:
-        """The one way a host call takes part in a running task: while the block runs, `listener` receives every run
-        event and `asker` answers the task's permission questions. Leaving the block detaches both, unless the
-        call keeps its asker for the round trip it starts (`Attachment.keep_asker`)."""
+    def attach(self, record: TaskRecord, listener: Listener) -> Generator[None]:
+        """A host call takes part in a running task: while the block runs, `listener` receives every run event (the
+        call shows the task's questions to its person itself). A host calling again also ends a timed-out question's
+        silence: the task asks again."""
         resources = record.resources
-        attachment = Attachment()
         resources.listeners.append(listener)
-        resources.asker = asker
         resources.unattended = False
         try:
-            yield attachment
+            yield
         finally:
             resources.listeners.remove(listener)
-            if not attachment.kept and resources.asker is asker:
-                resources.asker = None
 
     @contextmanager
     def watch(self, record: TaskRecord, listener: Listener) -> Generator[None]:
@@ -374,48 +373,27 @@ class TaskManager:
             record.resources.listeners.remove(listener)
 
     async def ask(self, record: TaskRecord, question: PermissionQuestion) -> Answer:
-        """Ask the attached host's person about a tool call of `record`'s run, waiting at most `ask_timeout`.
+        """Ask the person about a call of `record`'s run (see `questions.ask_person`)."""
+        limits = self.limits
+        return await ask_person(
+            self.lineage(record),
+            question,
+            ask_timeout=limits.ask_timeout,
+            idle_timeout=limits.idle_timeout,
+            tell=self._tell,
+        )
 
-        A nested task asks through the task a host launched: the host call attached to it carries the question.
-        """
-        lineage = self.lineage(record)
-        resources = lineage[-1].resources
-        if resources.unattended:
-            return Answer(kind="unanswered")
-        asker = resources.asker
-        if asker is None:
-            return BACKGROUND
-        with self._idle_paused(lineage), anyio.move_on_after(self.limits.ask_timeout):
-            try:
-                return await asker(question)
-            except Exception as exc:  # an asker should answer, not raise; a failing host is a question unanswered
-                logger.warning("asking about %s failed: %s", question.tool, exc)
-                return Answer(kind="unanswered", failure=f"{type(exc).__name__}: {exc}")
-        # Nobody came back in time: later questions are not asked until a host call attaches again.
-        resources.unattended = True
-        return Answer(kind="unanswered", waited_s=self.limits.ask_timeout)
+    def root(self, record: TaskRecord) -> TaskRecord:
+        """The task a host launched, in whose tree `record` runs."""
+        return self.lineage(record)[-1]
 
-    @contextmanager
-    def _idle_paused(self, records: Sequence[TaskRecord]) -> Generator[None]:
-        """Waiting for a person (or for a place to run) is not idleness: the idle limits of the waiting task and of
-        those waiting on it stop meanwhile."""
-        with ExitStack() as stack:
-            for record in records:
-                stack.enter_context(self._idle_paused_one(record))
-            yield
+    def open_questions(self, record: TaskRecord) -> list[OpenQuestion]:
+        """The questions waiting in `record`'s tree (on the board of the task a host launched), oldest first."""
+        return self.root(record).resources.questions.waiting()
 
-    @contextmanager
-    def _idle_paused_one(self, record: TaskRecord) -> Generator[None]:
-        resources = record.resources
-        resources.idle_holds += 1
-        if record.idle is not None:
-            record.idle.deadline = float("inf")
-        try:
-            yield
-        finally:
-            resources.idle_holds -= 1
-            if resources.idle_holds == 0 and record.idle is not None:
-                record.idle.deadline = anyio.current_time() + self.limits.idle_timeout
+    def answer(self, record: TaskRecord, question_id: str, answer: Answer) -> OpenQuestion | None:
+        """Settle an open question of `record`'s tree; the question, or None when it is not open any more."""
+        return self.root(record).resources.questions.settle(question_id, answer)
 
     # ---- running a task ---------------------------------------------------------------------------------------------
 
@@ -427,7 +405,7 @@ class TaskManager:
             with record.scope:
                 grant = self._slots.take_now(lender)
                 if grant is None:
-                    with self._idle_paused(self.lineage(record)[1:]):
+                    with limits_paused(self.lineage(record)[1:], self.limits.idle_timeout, clock=False):
                         grant = await self._slots.take(lender)
                 try:
                     self._queue.remove(record.id)
@@ -449,7 +427,8 @@ class TaskManager:
     async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
         """Run the job under the wall-clock and idle limits, each a cancel scope; every run event resets idle's."""
         now = anyio.current_time()
-        with anyio.CancelScope(deadline=now + self.limits.task_timeout):
+        with anyio.CancelScope(deadline=now + self.limits.task_timeout) as clock:
+            record.clock = clock
             with anyio.CancelScope(deadline=now + self.limits.idle_timeout) as idle:
                 record.idle = idle
                 try:
@@ -461,7 +440,7 @@ class TaskManager:
                 except Exception as exc:
                     return failed(record, exc)
                 finally:
-                    record.idle = None
+                    record.idle = record.clock = None
                 return completed(record, result)
             return timed_out(record, "idle", self.limits.idle_timeout)
         return timed_out(record, "wall_clock", self.limits.task_timeout)
@@ -492,6 +471,18 @@ class TaskManager:
             check_budgets(record, self.lineage(record))
             for holder, spent, budget in budgets_to_warn(self.lineage(record)):
                 await self._on_event(holder, BudgetWarning(turn=holder.progress.turn, spent_usd=spent, budget=budget))
+
+    async def _tell(self, record: TaskRecord, event: TaskEvent) -> None:
+        """An event of the task manager's own: handled as a run event of `record`, and shown to the host calls
+        attached to the task a host launched as well."""
+        await self._on_event(record, event)
+        root = self.root(record)
+        if root is not record:
+            for listener in list(root.resources.listeners):
+                try:
+                    await listener(event)
+                except Exception:
+                    logger.exception("a task listener failed; the task goes on")
 
     def _keep_busy(self, record: TaskRecord) -> None:
         """Push the idle limit back, for the task and every task waiting on it (a parent is busy while its nested
@@ -528,8 +519,12 @@ class TaskManager:
             progress.usage += event.usage
             self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
             return True
-        elif isinstance(event, BudgetWarning):  # pyright: ignore[reportUnnecessaryIsInstance]
+        elif isinstance(event, BudgetWarning):
             self._write_transcript(record.transcript.notice, "budget_warning", self._texts.budget_warning(event))
+        elif isinstance(event, QuestionAsked):
+            self._write_transcript(record.transcript.question, event.entry)
+        elif isinstance(event, QuestionAnswered):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._write_transcript(record.transcript.answer, event.entry, event.answer)
         return False
 
     def _record_new_denials(self, record: TaskRecord) -> None:

@@ -16,13 +16,14 @@ from ..agent.worktrees import WorktreeReport
 from ..core.messages import Usage
 from ..core.principals import LOCAL_PRINCIPAL
 from ..models.pricing import ModelPrice, SideSpend
-from ..permissions.asking import Asker, Denial, OpenQuestions
+from ..permissions.asking import Answer, Denial, OpenQuestion, QuestionBoard
 from ..tools.base import ProcessGroups
 from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
 from .slots import Lender
 from .transcripts import TranscriptHeader, TranscriptWriter
 
-TaskState: TypeAlias = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
+TaskState: TypeAlias = Literal["queued", "running", "waiting", "completed", "failed", "stopped", "interrupted"]
+"""`waiting`: running, but blocked on a permission question until the person answers it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +61,23 @@ class BudgetWarning:
 
 BUDGET_WARNING_SHARE = 0.8
 
-TaskEvent: TypeAlias = RunEvent | BudgetWarning
+
+@dataclass(frozen=True, slots=True)
+class QuestionAsked:
+    """A call of the task waits for the person: the question is on its tree's board until someone answers."""
+
+    entry: OpenQuestion
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAnswered:
+    """The question was answered (or went unanswered until `--ask-timeout`)."""
+
+    entry: OpenQuestion
+    answer: Answer
+
+
+TaskEvent: TypeAlias = RunEvent | BudgetWarning | QuestionAsked | QuestionAnswered
 """What a task's listeners receive: the run's own events and the task manager's notices."""
 Listener = Callable[[TaskEvent], Awaitable[None]]
 Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
@@ -80,8 +97,9 @@ class TaskLimits:
     task_timeout: float = 1800.0
     idle_timeout: float = 600.0
     max_result_chars: int = 80_000
-    ask_timeout: float = 300.0
-    """How long a permission question waits for the person's answer; the idle limit does not run meanwhile."""
+    ask_timeout: float = 3600.0
+    """How long a permission question waits for the person's answer; the task's idle and wall-clock limits stop
+    meanwhile."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -114,15 +132,18 @@ class RunResources:
     """Processes the task's Bash commands left running in the background; killed unless the task completes."""
     denials: list[Denial] = field(default_factory=lambda: [])
     listeners: list[Listener] = field(default_factory=lambda: [])
-    asker: Asker | None = None
-    """Asks the person about a tool call while a foreground call is attached; None otherwise."""
     unattended: bool = False
-    """A question went unanswered: nobody is asked again until a host call attaches anew."""
+    """A question went unanswered until `--ask-timeout`: later ones are denied at once until a host call attaches
+    anew or someone answers."""
     idle_holds: int = 0
     """Questions waiting for an answer and nested tasks waiting for a place right now; the idle limit does not run
     while there are any."""
-    questions: OpenQuestions = field(default_factory=OpenQuestions)
-    """Questions held open for a 2026-era host, which answers them in its next call."""
+    clock_holds: int = 0
+    """The same waits, for the wall-clock limit, which does not run while there are any."""
+    clock_left: float = 0.0
+    """What the wall-clock limit had left when it stopped."""
+    questions: QuestionBoard = field(default_factory=QuestionBoard)
+    """The open permission questions of the task and of the tasks below it (kept on the task a host launched)."""
     descendant_usage: Usage = field(default_factory=Usage)
     """Tokens the tasks it launched (and theirs) used: counted in its own usage once they end."""
     descendant_cost: float = 0.0
@@ -165,6 +186,8 @@ class TaskRecord:
     """Cancelled by TaskStop and at shutdown."""
     idle: anyio.CancelScope | None = None
     """The idle limit of the running task: every run event pushes its deadline back."""
+    clock: anyio.CancelScope | None = None
+    """The wall-clock limit of the running task: pushed back by the time it waits for a person."""
     resources: RunResources = field(default_factory=RunResources)
     stop_requested: str | None = None
     """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
@@ -182,6 +205,11 @@ class TaskRecord:
     @property
     def finished(self) -> bool:
         return self.state in FINISHED_STATES
+
+    @property
+    def active(self) -> bool:
+        """Running, or waiting for the person in the middle of its run."""
+        return self.state in ("running", "waiting")
 
     @property
     def is_error(self) -> bool:

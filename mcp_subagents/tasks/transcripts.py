@@ -22,10 +22,14 @@ from ..core.messages import AssistantMessage, Message, ToolResult, ToolResultMes
 from ..core.principals import LOCAL_PRINCIPAL
 from ..core.redaction import Redactor
 from ..core.state import AppendFile
-from ..permissions.asking import Denial
+from ..permissions.asking import Answer, Denial, OpenQuestion
 from .outcome import FINISHED_STATES, TaskOutcome, decode_outcome, encode_outcome
 
 INTERRUPTED_TOOL_RESULT = "The task was interrupted before this tool call finished; its result is unknown."
+INTERRUPTED_WHILE_ASKING = (
+    "The task was interrupted while this call waited for the person's permission, so it did not run. Make the call "
+    "again to ask again."
+)
 
 
 @cache
@@ -122,6 +126,38 @@ class TranscriptWriter:
 
     def denial(self, denial: Denial) -> None:
         self._append({"type": "denial", "tool": denial.tool, "arguments": denial.arguments, "reason": denial.reason})
+
+    def question(self, entry: OpenQuestion) -> None:
+        """A call waits for the person's answer (another process shows the task as waiting until the answer line)."""
+        question = entry.question
+        self._append(
+            {
+                "type": "question",
+                "id": entry.id,
+                "task_id": entry.task_id,
+                "at": entry.asked_at,
+                "agent": question.agent,
+                "tool": question.tool,
+                "arguments": question.arguments,
+                "reason": question.reason,
+                "suggestion": question.suggestion,
+                "project": question.project,
+                "call_id": question.call_id,
+            }
+        )
+
+    def answer(self, entry: OpenQuestion, answer: Answer) -> None:
+        self._append(
+            {
+                "type": "answer",
+                "id": entry.id,
+                "at": time.time(),
+                "kind": answer.kind,
+                "always": answer.always,
+                "by": answer.by,
+                "via": answer.via,
+            }
+        )
 
     def notice(self, kind: str, text: str) -> None:
         self._append({"type": "notice", "kind": kind, "text": text, "at": time.time()})
@@ -240,24 +276,33 @@ def _end_outcome(entry: dict[str, Any]) -> TaskOutcome:
 def read_history(path: Path) -> list[Message]:
     """The conversation so far, repaired so it can be sent to a model again."""
     messages: list[Message] = []
+    asking: dict[str, str] = {}
+    """Open questions: question id -> the call it is about."""
     for entry in entries(path):
-        if entry.get("type") == "compaction":
+        kind = entry.get("type")
+        if kind == "compaction":
             messages.clear()  # the messages that follow it start the conversation anew
-            continue
-        if entry.get("type") != "message":
-            continue
-        try:
-            messages.append(decode_message(entry["message"]))
-        except (KeyError, ValueError):
-            continue
-    return _close_open_tool_calls(messages)
+        elif kind == "question":
+            asking[str(entry.get("id"))] = str(entry.get("call_id") or "")
+        elif kind == "answer":
+            asking.pop(str(entry.get("id")), None)
+        elif kind == "message":
+            try:
+                messages.append(decode_message(entry["message"]))
+            except (KeyError, ValueError):
+                continue
+    return _close_open_tool_calls(messages, set(asking.values()))
 
 
-def _close_open_tool_calls(messages: list[Message]) -> list[Message]:
+def _close_open_tool_calls(messages: list[Message], waiting_calls: set[str]) -> list[Message]:
     """A crash between a tool call and its result leaves calls no model would accept unanswered."""
     if messages and isinstance(messages[-1], AssistantMessage) and messages[-1].tool_calls:
         results = tuple(
-            ToolResult(call_id=call.id, content=INTERRUPTED_TOOL_RESULT, is_error=True)
+            ToolResult(
+                call_id=call.id,
+                content=INTERRUPTED_WHILE_ASKING if call.id in waiting_calls else INTERRUPTED_TOOL_RESULT,
+                is_error=True,
+            )
             for call in messages[-1].tool_calls
         )
         messages.append(ToolResultMessage(results=results))

@@ -140,10 +140,10 @@ async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Pat
     # Both questions reached the person (here the hook) with the tool, the agent and the whole path or command.
     questions = [json.loads(line) for line in asked.read_text(encoding="utf-8").splitlines()]
     assert [q["mcp_server_name"] for q in questions] == ["subagents", "subagents"]
-    assert "Subagent 'general-purpose' wants to run Write" in questions[0]["message"]
+    assert "Subagent 'general-purpose' asks to run Write" in questions[0]["message"]
     assert "File:\ncc.txt" in questions[0]["message"] and "Command:\ntouch declined.txt" in questions[1]["message"]
     # Claude Code's model got both task results: the allowed write, and the declined command with its reason.
     first, second = result.removeprefix("MAIN:\n").split("\n---\n")
     assert first.startswith('<task_result agent="general-purpose">SUBAGENT: "File created successfully')
     assert second.startswith('<task_result agent="general-purpose">SUBAGENT: "Error: Permission denied: ')
-    assert "The person declined this call." in second and not (project / "declined.txt").exists()
+    assert "The person denied this call" in second and not (project / "declined.txt").exists()

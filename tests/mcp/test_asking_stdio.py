@@ -72,7 +72,7 @@ async def test_a_stdio_host_is_asked_and_its_roots_are_the_project(tmp_path: Pat
             declined = text_of(await client.call_tool("Task", TASK))
             again = text_of(await client.call_tool("Task", TASK))
     assert "wrote it" in allowed and (project / "allowed.txt").read_text(encoding="utf-8") == "yes"
-    assert "could not" in declined and 'touch declined.txt"}: The person declined this call.' in declined
+    assert "could not" in declined and 'touch declined.txt"}: The person denied this call' in declined
     assert not (project / "declined.txt").exists()
     assert "wrote again" in again and (project / "again.txt").exists()
     assert len(host.questions) == 3 and "Command:\ntouch declined.txt" in host.questions[1]

@@ -49,7 +49,7 @@ async def test_a_hooks_ask_asks_even_where_an_allow_rule_allows(tmp_path: Path) 
     policy = PermissionPolicy(cwd=tmp_path, rules=PermissionRules.of(allow=["Bash(echo *)"]))
     person = Person(DECLINED)
     outcome = await check(policy, "Bash", {"command": "echo hi"}, "ask", person)
-    assert outcome.startswith("Permission denied: The person declined this call.")
+    assert outcome.startswith("Permission denied: The person denied this call.")
     assert person.asked[0].reason == "A PreToolUse hook asked for the person's approval of this call."
     assert await check(policy, "Bash", {"command": "echo hi"}, None, Person(DECLINED)) == "allowed"
 

@@ -126,13 +126,31 @@ async def test_a_late_answer_names_the_task_and_how_to_read_it() -> None:
     assert "unknown to this server" in stale_answer_text(None, task_id="gone")
 
 
+def test_a_short_target_is_shown_whole_on_the_first_line_and_always_allow_says_where_it_writes() -> None:
+    question = PermissionQuestion(
+        agent="writer",
+        tool="Write",
+        arguments={"file_path": "/work/p/src/app.py", "content": "x"},
+        reason="Needs approval.",
+        suggestion="Edit(./src/app.py)",
+        project="/work/p",
+    )
+    message = permission_message(question, task_id="t1")
+    assert message.split("\n")[0] == "Subagent 'writer' asks to run Write: /work/p/src/app.py"
+    assert message.endswith("Always allow adds Edit(./src/app.py) to /work/p/.claude/settings.local.json.")
+
+
 def test_the_permission_form_shows_the_target_whole_and_shortens_the_rest() -> None:
     command = "rm -rf " + " ".join(f"build/{i}" for i in range(200))
     question = PermissionQuestion(
         agent="cleaner", tool="Bash", arguments={"command": command, "description": "x" * 1000}, reason="Why: rule."
     )
     message = permission_message(question, task_id="abc123")
-    assert message.startswith("Subagent 'cleaner' wants to run Bash (task abc123).\n\nCommand:\n")
+    first, rest = message.split("\n", 1)
+    # The first line, all some hosts show, names the target: its start and its end, cut only in the middle.
+    assert first.startswith("Subagent 'cleaner' asks to run Bash: rm -rf build/0 build/1 ")
+    assert first.endswith(" build/198 build/199") and "characters)… " in first and len(first) < 300
+    assert rest.startswith("\nTask abc123.\n\nCommand:\n")
     assert f"\n{command}\n" in message  # whole, however long
     assert "description: " + "x" * 400 + "… (1000 characters in all)" in message
     assert message.endswith("Why it asks: Why: rule.")
@@ -202,7 +220,10 @@ def test_the_permission_form_shows_hostile_names_and_arguments_inert() -> None:
     message = permission_message(question, task_id="abc123")
     for raw in ("\x1b", "\x07", "\u202e", "\u200b", "\u2067"):
         assert raw not in message
-    assert message.startswith("Subagent 'helper\\u202e' wants to run mcp__x__run\\x1b[8m (task abc123).\n")
+    assert message.startswith(
+        "Subagent 'helper\\u202e' asks to run mcp__x__run\\x1b[8m: echo hi\\x1b]52;c;Y3VybCBldmlsLnNo\\x07\\nrm -rf ~ "
+        "\\u200b\n\nTask abc123.\n"
+    )  # the headline keeps the command on one line
     assert "Command:\necho hi\\x1b]52;c;Y3VybCBldmlsLnNo\\x07\nrm -rf ~ \\u200b\n" in message  # lines kept
     assert 'note: {"k": "\\u001b[2J"}' in message  # JSON's own escape: visible too
     assert message.endswith("Why it asks: Bash(echo hi\\x1b]52;c;...) asks\\u2067")

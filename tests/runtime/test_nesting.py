@@ -223,7 +223,7 @@ async def test_a_nested_task_asks_the_person_through_the_hosts_call(tmp_path: Pa
         body = text_of(await client.call_tool("Task", task("general-purpose")))
     assert (settings.cwd / "from-below.txt").read_text(encoding="utf-8") == "nested"
     [question] = host.questions
-    assert question.startswith("Subagent 'general-purpose (launched by general-purpose)' wants to run Write")
+    assert question.startswith("Subagent 'general-purpose (launched by general-purpose)' asks to run Write")
     assert "Permission denied" not in body
 
 

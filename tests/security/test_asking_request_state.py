@@ -48,7 +48,7 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
         turn(tool_use("Bash", {"command": "touch b.txt"})),
         turn(fake_text("done")),
     )
-    environ = server_environment(tmp_path, fake=fake, sandbox="off")  # a sandboxed Bash command would not ask
+    environ = server_environment(tmp_path, fake=fake, sandbox="off", MCP_SUBAGENTS_ASK_TIMEOUT="60")
     with anyio.fail_after(60):
         server = await ModernStdioServer.start(environ)
         try:
@@ -60,7 +60,7 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
             second = await server.call_tool("Task", TASK, input_responses=roots, request_state=first["requestState"])
             write_id, write_form = only_request(second["result"])
             assert write_form["method"] == "elicitation/create" and write_form["params"]["mode"] == "form"
-            assert "wants to run Write" in write_form["params"]["message"]
+            assert "asks to run Write" in write_form["params"]["message"]
             assert "File:\na.txt" in write_form["params"]["message"]
             assert write_form["params"]["requestedSchema"]["properties"]["allow"]["type"] == "boolean"
             write_state = second["result"]["requestState"]
@@ -84,10 +84,11 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
             assert bash_id != write_id and "Command:\ntouch b.txt" in bash_form["params"]["message"]
             assert (project / "a.txt").read_text(encoding="utf-8") == "A"
 
-            # Replaying the used Write state (say, to slip an "allow" in again) finds its question closed.
+            # Replaying the used Write state (say, to slip an "allow" in again) finds its question closed: the allow
+            # answers nothing, and the call goes back to waiting on the task, which still asks about the Bash command.
             replay = await server.call_tool("Task", TASK, input_responses=allow, request_state=write_state)
-            assert replay["result"]["isError"] is True
-            assert "came too late" in replay["result"]["content"][0]["text"]
+            replayed_id, _ = only_request(replay["result"])
+            assert replayed_id == bash_id and not (project / "b.txt").exists()
             # An answer keyed to the Write question does not answer the Bash question either.
             wrong_key = await server.call_tool(
                 "Task", TASK, input_responses=allow, request_state=third["result"]["requestState"]
@@ -108,8 +109,9 @@ async def test_the_round_trip_by_hand_and_every_bad_state_on_the_way(tmp_path: P
             await server.close()
     body = final["result"]["content"][0]["text"]
     assert final["result"].get("isError") is not True and body.startswith('<task_result agent="general-purpose">done')
-    assert 'touch b.txt"}: The person declined this call.' in body and not (project / "b.txt").exists()
-    assert [p["progress"] for p in server.progress if p["progressToken"] == "p5"] == [5]  # keeps rising across rounds
+    assert 'touch b.txt"}: The person denied this call' in body and not (project / "b.txt").exists()
+    # Turns, tool calls and questions so far: it keeps rising across rounds.
+    assert [p["progress"] for p in server.progress if p["progressToken"] == "p5"] == [7]
 
 
 async def never_asked(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -136,4 +138,4 @@ async def test_a_state_from_another_server_process_is_refused(tmp_path: Path) ->
             result = await client.session.call_tool(
                 "Task", TASK, input_responses=decline, request_state=asked.request_state
             )
-    assert "The person declined this call." in text_of(result)
+    assert "The person denied this call" in text_of(result)

@@ -16,7 +16,7 @@ import pytest
 from mcp_subagents.agent.loop import RunResult, TurnStarted
 from mcp_subagents.core.messages import Usage
 from mcp_subagents.core.principals import LOCAL_PRINCIPAL
-from mcp_subagents.permissions.asking import ALLOWED, DECLINED, Answer, PermissionQuestion
+from mcp_subagents.permissions.asking import DECLINED, Answer, PermissionQuestion, allowed
 from mcp_subagents.render import outcome_text
 from mcp_subagents.render.status import OUTPUT_FILE_TEXTS
 from mcp_subagents.tasks.manager import TaskManager
@@ -42,48 +42,55 @@ def start(tasks: TaskManager, job: Callable[[TaskRecord, Listener], Awaitable[Ru
     return tasks.start(agent="general-purpose", description="test", job=job)
 
 
-async def test_an_attached_call_gets_the_events_and_answers_questions_until_it_detaches(tmp_path: Path) -> None:
-    step, first_answered = anyio.Event(), anyio.Event()
+async def test_a_question_waits_on_the_board_with_the_task_waiting_until_someone_answers(tmp_path: Path) -> None:
     answers: list[Answer] = []
     seen: list[TaskEvent] = []
 
     async def job(record: TaskRecord, listener: Listener) -> RunResult:
         await listener(TurnStarted(turn=1, max_turns=5))
         answers.append(await tasks.ask(record, QUESTION))
-        first_answered.set()
-        await step.wait()
-        await listener(TurnStarted(turn=2, max_turns=5))
-        answers.append(await tasks.ask(record, QUESTION))
         return result()
 
     async def listener(event: TaskEvent) -> None:
         seen.append(event)
 
-    async def allow(_question: PermissionQuestion) -> Answer:
-        return ALLOWED
-
     async with manager(tmp_path) as tasks:
         record = start(tasks, job)
-        with tasks.attach(record, listener=listener, asker=allow), anyio.fail_after(5):
-            await first_answered.wait()
-        step.set()  # the call has detached: the next question finds nobody
-        await tasks.wait(record, 5)
-    assert [answer.kind for answer in answers] == ["allowed", "background"]
-    assert seen == [TurnStarted(turn=1, max_turns=5)]
-    assert record.progress.turn == 2  # the task itself saw both turns
+        with tasks.attach(record, listener), anyio.fail_after(5):
+            while not tasks.open_questions(record):
+                await anyio.wait_all_tasks_blocked()
+            [question] = tasks.open_questions(record)
+            assert record.state == "waiting" and question.question == QUESTION and question.task_id == record.id
+            assert tasks.answer(record, question.id, allowed(by="ann", via="a test")) is question
+            assert tasks.answer(record, question.id, DECLINED) is None  # the first answer wins
+            await tasks.wait(record, 5)
+    assert answers == [Answer(kind="allowed", by="ann", via="a test")]
+    assert [type(event).__name__ for event in seen] == ["TurnStarted", "QuestionAsked", "QuestionAnswered"]
+    lines = [json.loads(line) for line in tasks.transcript_path(record.id).read_text().splitlines()]
+    asked = next(line for line in lines if line["type"] == "question")
+    answered = next(line for line in lines if line["type"] == "answer")
+    assert asked["tool"] == "Bash" and asked["arguments"] == {"command": "make"} and asked["id"] == question.id
+    assert (answered["id"], answered["kind"], answered["by"], answered["via"]) == (
+        question.id,
+        "allowed",
+        "ann",
+        "a test",
+    )
+    assert (
+        "[waiting] waiting for you: Subagent 'general-purpose' asks to run Bash: make" in record.output_path.read_text()
+    )
 
 
-async def test_a_kept_asker_outlives_its_call_until_a_question_times_out(tmp_path: Path) -> None:
+async def test_an_unanswered_question_times_out_and_the_next_is_denied_until_a_host_calls_again(tmp_path: Path) -> None:
     answers: list[Answer] = []
-    never = anyio.Event()
-
-    async def silent(_question: PermissionQuestion) -> Answer:
-        await never.wait()
-        return DECLINED
+    asked_third, go_on = anyio.Event(), anyio.Event()
 
     async def job(record: TaskRecord, _listener: Listener) -> RunResult:
         answers.append(await tasks.ask(record, QUESTION))  # nobody answers: times out
-        answers.append(await tasks.ask(record, QUESTION))  # not asked at all: the host is gone
+        answers.append(await tasks.ask(record, QUESTION))  # not asked at all: the person is away
+        await go_on.wait()
+        asked_third.set()
+        answers.append(await tasks.ask(record, QUESTION))  # a host called about the task since: asked again
         return result()
 
     async def ignore(_event: TaskEvent) -> None:
@@ -91,38 +98,42 @@ async def test_a_kept_asker_outlives_its_call_until_a_question_times_out(tmp_pat
 
     async with manager(tmp_path, ask_timeout=0.2) as tasks:
         record = start(tasks, job)
-        with tasks.attach(record, listener=ignore, asker=silent) as attachment:
-            attachment.keep_asker()  # a 2026-era host will come back with the answer
         with anyio.fail_after(5):
+            while len(answers) < 2:
+                await anyio.wait_all_tasks_blocked()
+            with tasks.attach(record, ignore):
+                go_on.set()
+                await asked_third.wait()
             await record.done.wait()
-    assert answers == [Answer(kind="unanswered", waited_s=0.2), Answer(kind="unanswered")]
-    assert "within 0.2 s" in answers[0].why_not() and "an earlier permission question" in answers[1].why_not()
+    assert answers == [
+        Answer(kind="unanswered", waited_s=0.2),
+        Answer(kind="unanswered"),
+        Answer(kind="unanswered", waited_s=0.2),
+    ]
+    assert "within 0.2 s (--ask-timeout)" in answers[0].why_not()
+    assert "an earlier permission question" in answers[1].why_not()
 
 
-async def test_waiting_for_the_person_is_not_idleness_but_the_wall_clock_runs(tmp_path: Path) -> None:
-    never = anyio.Event()
-
-    async def silent(_question: PermissionQuestion) -> Answer:
-        await never.wait()
-        return DECLINED
-
+async def test_waiting_for_the_person_stops_the_idle_and_the_wall_clock_limits(tmp_path: Path) -> None:
     async def asks(record: TaskRecord, _listener: Listener) -> RunResult:
         answer = await tasks.ask(record, QUESTION)
         return result(answer.why_not())
 
-    async def ignore(_event: TaskEvent) -> None:
-        pass
-
-    async with manager(tmp_path, idle_timeout=0.1, ask_timeout=0.4, task_timeout=30) as tasks:
+    async with manager(tmp_path, idle_timeout=0.1, ask_timeout=0.5, task_timeout=0.3) as tasks:
         patient = start(tasks, asks)
-        with tasks.attach(patient, listener=ignore, asker=silent), anyio.fail_after(5):
+        with anyio.fail_after(5):
             await patient.done.wait()
-    assert patient.outcome is not None and patient.outcome.state == "completed"  # the idle limit did not fire
-    assert patient.outcome.text == "Nobody answered the permission question within 0.4 s."
+    # Neither the idle limit (0.1 s) nor the wall clock (0.3 s) fired while the question waited 0.5 s.
+    assert patient.outcome is not None and patient.outcome.state == "completed"
+    assert patient.outcome.text == "Nobody answered the permission question within 0.5 s (--ask-timeout)."
 
-    async with manager(tmp_path, idle_timeout=0.1, ask_timeout=30, task_timeout=0.3) as tasks:
-        stuck = start(tasks, asks)
-        with tasks.attach(stuck, listener=ignore, asker=silent), anyio.fail_after(5):
+    async def works(_record: TaskRecord, _listener: Listener) -> RunResult:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with manager(tmp_path, task_timeout=0.3) as tasks:
+        stuck = start(tasks, works)
+        with anyio.fail_after(5):
             await stuck.done.wait()
     assert stuck.outcome is not None and stuck.outcome.failure == "wall_clock" and stuck.outcome.limit_s == 0.3
 
