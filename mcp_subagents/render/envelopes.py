@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.messages import Usage
-from ..permissions.asking import Denial
+from ..permissions.asking import Denial, PermissionQuestion
 from ..tasks.outcome import RunCounts, TaskOutcome
+from .questions import waiting_text
 
 
 class TaskIdentity(Protocol):
@@ -100,10 +101,13 @@ def stopped_message(record: TaskIdentity, counts: RunCounts | None) -> str:
     )
 
 
-def interrupted_message(task_id: str) -> str:
-    return (
+def interrupted_message(task_id: str, waited_for: PermissionQuestion | None = None) -> str:
+    message = (
         f'Task {task_id} was interrupted: the server stopped while it ran. Continue it with Task resume: "{task_id}".'
     )
+    if waited_for is None:
+        return message
+    return f"{message}\nIt was {waiting_text(waited_for)}. Resuming it asks the person again."
 
 
 def failure_message(outcome: TaskOutcome) -> str:
@@ -154,7 +158,7 @@ def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int |
         case "stopped":
             message = stopped_message(record, counts)
         case "interrupted":
-            message = interrupted_message(record.id)
+            message = interrupted_message(record.id, outcome.waited_for)
     return task_error(record.agent, "\n".join([message, *extensions, *denied]), stats)
 
 

@@ -95,4 +95,7 @@ def timed_out(record: TaskRecord, which: FailureKind, limit: float) -> TaskOutco
 
 def cancelled(record: TaskRecord) -> TaskOutcome:
     state = "interrupted" if record.stop_requested == "interrupted" else "stopped"
-    return TaskOutcome(state=state, counts=counts(record), denials=tuple(record.resources.denials))
+    waited_for = record.asking if state == "interrupted" else None
+    return TaskOutcome(
+        state=state, counts=counts(record), denials=tuple(record.resources.denials), waited_for=waited_for
+    )

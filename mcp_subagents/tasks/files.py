@@ -106,8 +106,9 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
         seen.read(entry)
     usage, turns, tool_uses, cost = seen.usage, seen.turns, seen.tool_uses, seen.cost
     state = outcome.state if outcome is not None else ("running" if seen.started is not None else "queued")
-    waiting = next(iter(seen.questions.values()), None) if outcome is None else None
-    if waiting is not None:
+    shows_question = outcome is None or outcome.state == "interrupted"  # an interrupted task keeps it in view
+    waiting = next(iter(seen.questions.values()), None) if shows_question else None
+    if waiting is not None and outcome is None:
         state = "waiting"
     if outcome is None and not _alive(header.pid):
         state = "interrupted"

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..core.processes import process_alive
 from ..core.redaction import Redactor
 from ..core.state import TASK_ID
+from .files import read_task
 from .outcome import TaskOutcome
 from .record import TaskRecord
 from .transcripts import TranscriptWriter, read_summary
@@ -52,7 +53,10 @@ def close_interrupted_transcripts(output_dir: Path, redact: Redactor, started: f
         if _runs_elsewhere(summary.header.pid):  # another live server on this state directory runs it
             continue
         if summary.outcome is None:
-            TranscriptWriter(path, redact).finished(TaskOutcome(state="interrupted"))
+            snapshot = read_task(path)
+            waited = snapshot.waiting if snapshot is not None else None
+            outcome = TaskOutcome(state="interrupted", waited_for=waited.question if waited is not None else None)
+            TranscriptWriter(path, redact).finished(outcome)
             closed.append(summary.header.task_id)
     return closed
 

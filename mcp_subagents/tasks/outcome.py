@@ -13,7 +13,7 @@ from ..agent.loop import StopKind
 from ..agent.mcp_servers.problem import ServerProblem
 from ..agent.worktrees import WorktreeReport
 from ..core.messages import Usage
-from ..permissions.asking import Denial
+from ..permissions.asking import Denial, PermissionQuestion
 
 FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
 FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
@@ -64,6 +64,8 @@ class TaskOutcome:
     worktree: WorktreeReport | None = None
     """`isolation: worktree`: the worktree kept (with what changed) or removed."""
     server_problems: tuple[ServerProblem, ...] = ()
+    waited_for: PermissionQuestion | None = None
+    """interrupted: the question the task was waiting on when the server stopped (resuming it asks again)."""
     rendered: str | None = None
     """Only for an outcome read from a transcript written before outcomes were data: the text as rendered then."""
 

@@ -79,10 +79,11 @@ async def ask_person(
         return Answer(kind="unanswered")
     entry = resources.questions.post(question, task_id=record.id)
     try:
-        record.state = "waiting"
+        record.state, record.asking = "waiting", question
         await tell(record, QuestionAsked(entry))
         with limits_paused(lineage, idle_timeout), anyio.move_on_after(ask_timeout):
             await entry.settled.wait()
+        record.asking = None  # a cancelled wait keeps it: an interrupted task's outcome names the question
     finally:
         resources.questions.withdraw(entry.id)
         if record.state == "waiting":

@@ -16,7 +16,7 @@ from ..agent.worktrees import WorktreeReport
 from ..core.messages import Usage
 from ..core.principals import LOCAL_PRINCIPAL
 from ..models.pricing import ModelPrice, SideSpend
-from ..permissions.asking import Answer, Denial, OpenQuestion, QuestionBoard
+from ..permissions.asking import Answer, Denial, OpenQuestion, PermissionQuestion, QuestionBoard
 from ..tools.base import ProcessGroups
 from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
 from .slots import Lender
@@ -189,6 +189,8 @@ class TaskRecord:
     clock: anyio.CancelScope | None = None
     """The wall-clock limit of the running task: pushed back by the time it waits for a person."""
     resources: RunResources = field(default_factory=RunResources)
+    asking: PermissionQuestion | None = None
+    """The question the task waits on while its state is waiting (an interrupted task's outcome keeps it)."""
     stop_requested: str | None = None
     """Why the task is being cancelled ("stopped", "interrupted"), or None when it is not."""
     parent: str | None = None

@@ -4,6 +4,7 @@ through the control channel."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import stat
@@ -130,6 +131,36 @@ async def test_tail_follows_a_running_task_and_stop_reaches_the_server_that_runs
         assert tail_code == 1  # stopped is not a success
         assert "[turn 1] tool Glob" in tail_out and f"Task {record.id} was stopped after" in tail_out
     capsys.readouterr()
+
+
+@pytest.mark.anyio
+async def test_tasks_answer_reaches_the_server_whose_task_waits_and_records_who_answered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = make_settings(tmp_path, ask_timeout=30)
+    assert settings.cwd is not None
+    replies = iter([tool_call("Bash", {"command": "echo yes > answered.txt"}), text("done")])
+    model = FunctionModel(lambda _request: next(replies))
+    state = str(settings.state_dir)
+    async with running_app(settings, model=model) as app:
+        record = app.launch(TaskRequest(description="needs a yes", prompt="p", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.resources.questions.wait_for_new()
+        listed = await anyio.to_thread.run_sync(_run_main, ["tasks", "list", "--state-dir", state])
+        shown = await anyio.to_thread.run_sync(_run_main, ["tasks", "show", record.id, "--state-dir", state])
+        answered = await anyio.to_thread.run_sync(
+            _run_main, ["tasks", "answer", record.id, "--allow", "--state-dir", state]
+        )
+        assert await app.tasks.wait(record, 10)
+    assert "waiting" in listed[1] and "waiting for you: Subagent 'general-purpose' asks to run Bash" in listed[1]
+    assert f"answer: mcp-subagents tasks answer {record.id} --allow | --always | --deny" in shown[1]
+    assert answered == (0, "Allowed: Subagent 'general-purpose' asks to run Bash: echo yes > answered.txt\n")
+    assert record.state == "completed" and (settings.cwd / "answered.txt").read_text(encoding="utf-8") == "yes\n"
+    lines = [json.loads(line) for line in app.tasks.transcript_path(record.id).read_text().splitlines()]
+    answer = next(line for line in lines if line["type"] == "answer")
+    assert (answer["kind"], answer["by"], answer["via"]) == ("allowed", getpass.getuser(), "mcp-subagents tasks answer")
+    code, _ = await anyio.to_thread.run_sync(_run_main, ["tasks", "answer", record.id, "--deny", "--state-dir", state])
+    assert code == 1 and "waits on no question (it is completed)" in capsys.readouterr().err
 
 
 def test_stop_of_a_task_whose_server_is_gone_says_so(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 TASK = {"description": "change things", "prompt": "Do it.", "subagent_type": "general-purpose"}
 
-Reply = Literal["allow", "decline", "cancel", "unchecked"]
+Reply = Literal["allow", "always", "decline", "cancel", "unchecked"]
 
 
 def report_results(request: ModelRequest) -> ModelResponse:
@@ -55,6 +55,8 @@ class Host:
         match reply:
             case "allow":
                 return types.ElicitResult(action="accept", content={"allow": True})
+            case "always":
+                return types.ElicitResult(action="accept", content={"allow": True, "always": True})
             case "unchecked":
                 return types.ElicitResult(action="accept", content={"allow": False})
             case "decline":
