@@ -1,4 +1,5 @@
-"""A real Claude Code 2.1.328 (`claude -p`) runs our server over stdio and asks its person through our questions.
+"""A real Claude Code 2.1.328 (`claude -p`) runs our server over stdio and asks its person through our questions,
+for a task it waits on and for one in the background (through its next TaskOutput call).
 
 Both Claude Code's main model and our subagents talk to the fake Messages API. Claude Code speaks the 2026-07-28
 era: roots and permission questions reach it as `InputRequiredResult` round trips of its `Task` call, and in `-p`
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -76,11 +78,25 @@ def script(body: dict[str, Any]) -> Turn:
     return turn(text("ok"))  # anything else Claude Code asks on its own
 
 
-@pytest.mark.skipif(
+NEEDS_CLAUDE = pytest.mark.skipif(
     not CLAUDE.is_file(),
     reason=f"Claude Code is not installed at {CLAUDE}: .ci/run installs it; or set MCP_SUBAGENTS_CLAUDE",
 )
-async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Path, fake: FakeLLM) -> None:
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeRun:
+    result: str
+    """What Claude Code's main model said last (its `-p` result)."""
+    log: str
+    """Claude Code's debug log."""
+    questions: list[dict[str, Any]]
+    """What its Elicitation hook was asked, in order."""
+
+
+async def run_claude(tmp_path: Path, fake: FakeLLM, *, allowed_tools: str) -> tuple[ClaudeRun, Path]:
+    """`claude -p` in a trusted scratch project with our server over stdio (sandbox as it comes by default); the
+    Elicitation hook answers for the person. The project folder is returned beside the run."""
     home, project, state = tmp_path / "home", tmp_path / "project", tmp_path / "state"
     for folder in (home / ".claude", project, state):
         folder.mkdir(parents=True)
@@ -98,24 +114,12 @@ async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Pat
     server = {"type": "stdio", "command": sys.executable, "args": ["-m", "mcp_subagents", "serve"], "env": server_env}
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"subagents": server}}), encoding="utf-8")
-    fake.default = script
     debug = tmp_path / "debug.log"
+    arguments = ["-p", "Delegate the work.", "--mcp-config", str(config), "--strict-mcp-config"]
+    arguments += ["--allowedTools", allowed_tools, "--output-format", "json", "--debug-file", str(debug)]
     with anyio.fail_after(240):
         run = await anyio.run_process(
-            [
-                str(CLAUDE),
-                "-p",
-                "Delegate the work.",
-                "--mcp-config",
-                str(config),
-                "--strict-mcp-config",
-                "--allowedTools",
-                "mcp__subagents__Task",
-                "--output-format",
-                "json",
-                "--debug-file",
-                str(debug),
-            ],
+            [str(CLAUDE), *arguments],
             cwd=project,
             check=False,
             env={
@@ -130,20 +134,64 @@ async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Pat
         )
     output = run.stdout.decode(errors="replace")
     assert run.returncode == 0, f"{output}\n{run.stderr.decode(errors='replace')}"
-    result = json.loads(output)["result"]
-    log = debug.read_text(encoding="utf-8")
-    assert '"negotiatedProtocolVersion":"2026-07-28"' in log  # the era without server-initiated requests
+    lines = asked.read_text(encoding="utf-8").splitlines() if asked.exists() else []
+    questions = [json.loads(line) for line in lines]
+    return ClaudeRun(json.loads(output)["result"], debug.read_text(encoding="utf-8"), questions), project
+
+
+@NEEDS_CLAUDE
+async def test_claude_code_asks_its_person_through_our_round_trips(tmp_path: Path, fake: FakeLLM) -> None:
+    fake.default = script
+    run, project = await run_claude(tmp_path, fake, allowed_tools="mcp__subagents__Task")
+    assert '"negotiatedProtocolVersion":"2026-07-28"' in run.log  # the era without server-initiated requests
 
     # The host's roots arrived (the project became the working directory), once for the connection.
     assert (project / "cc.txt").read_text(encoding="utf-8") == "from claude code"
-    assert log.count("Received ListRoots request from server") == 1
+    assert run.log.count("Received ListRoots request from server") == 1
     # Both questions reached the person (here the hook) with the tool, the agent and the whole path or command.
-    questions = [json.loads(line) for line in asked.read_text(encoding="utf-8").splitlines()]
+    questions = run.questions
     assert [q["mcp_server_name"] for q in questions] == ["subagents", "subagents"]
     assert "Subagent 'general-purpose' asks to run Write" in questions[0]["message"]
     assert "File:\ncc.txt" in questions[0]["message"] and "Command:\ntouch declined.txt" in questions[1]["message"]
     # Claude Code's model got both task results: the allowed write, and the declined command with its reason.
-    first, second = result.removeprefix("MAIN:\n").split("\n---\n")
+    first, second = run.result.removeprefix("MAIN:\n").split("\n---\n")
     assert first.startswith('<task_result agent="general-purpose">SUBAGENT: "File created successfully')
     assert second.startswith('<task_result agent="general-purpose">SUBAGENT: "Error: Permission denied: ')
     assert "The person denied this call" in second and not (project / "declined.txt").exists()
+
+
+def background_script(body: dict[str, Any]) -> Turn:
+    """Claude Code's main model launches a task in the background and polls TaskOutput (found through ToolSearch
+    when Claude Code defers it) until the task completes; our subagent writes a file, which asks."""
+    tools = {tool.get("name") for tool in body.get("tools", [])}
+    if "mcp__subagents__Task" in tools:
+        texts = _result_texts(body)
+        if not texts:
+            task = {"description": "in the background", "prompt": "Write bg.txt.", "subagent_type": "general-purpose"}
+            return turn(tool_use("mcp__subagents__Task", {**task, "run_in_background": True}))
+        if "<status>completed</status>" in texts[-1] or len(texts) > 8:
+            return turn(text("MAIN:\n" + texts[-1]))
+        task_id = texts[0].split("task_id: ")[1].split()[0]
+        if "mcp__subagents__TaskOutput" not in tools and len(texts) == 1:
+            return turn(tool_use("ToolSearch", {"query": "select:mcp__subagents__TaskOutput", "max_results": 1}))
+        return turn(tool_use("mcp__subagents__TaskOutput", {"task_id": task_id, "block": True, "timeout": 30000}))
+    if "TodoWrite" in tools:  # our subagent
+        if _tool_results(body):
+            return turn(text("SUBAGENT: " + json.dumps(_tool_results(body)[0]["content"])))
+        return turn(tool_use("Write", {"file_path": "bg.txt", "content": "written in the background"}))
+    return turn(text("ok"))
+
+
+@NEEDS_CLAUDE
+async def test_claude_code_answers_a_background_tasks_question_through_taskoutput(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
+    fake.default = background_script
+    allowed = "mcp__subagents__Task,mcp__subagents__TaskOutput"
+    run, project = await run_claude(tmp_path, fake, allowed_tools=allowed)
+    # Launching returned at once; the question waited with the task until Claude Code's TaskOutput call, whose
+    # round trip put it before the person (the hook), who allowed it; the task then completed.
+    assert len(run.questions) == 1 and "Subagent 'general-purpose' asks to run Write" in run.questions[0]["message"]
+    assert (project / "bg.txt").read_text(encoding="utf-8") == "written in the background"
+    assert "<status>completed</status>" in run.result and "SUBAGENT: " in run.result
+    assert "File created successfully" in run.result
