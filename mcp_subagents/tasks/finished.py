@@ -24,7 +24,7 @@ def load_finished(task_id: str, output_dir: Path, redact: Redactor) -> TaskRecor
     if summary is None:
         return None
     header = summary.header
-    outcome = summary.outcome or TaskOutcome(state="interrupted")
+    outcome = summary.outcome or interrupted_outcome(path)
     record = TaskRecord(
         id=task_id,
         agent=header.agent,
@@ -53,12 +53,16 @@ def close_interrupted_transcripts(output_dir: Path, redact: Redactor, started: f
         if _runs_elsewhere(summary.header.pid):  # another live server on this state directory runs it
             continue
         if summary.outcome is None:
-            snapshot = read_task(path)
-            waited = snapshot.waiting if snapshot is not None else None
-            outcome = TaskOutcome(state="interrupted", waited_for=waited.question if waited is not None else None)
-            TranscriptWriter(path, redact).finished(outcome)
+            TranscriptWriter(path, redact).finished(interrupted_outcome(path))
             closed.append(summary.header.task_id)
     return closed
+
+
+def interrupted_outcome(path: Path) -> TaskOutcome:
+    """How a task that never wrote its end line ended: interrupted, with the question it waited on, if any."""
+    snapshot = read_task(path)
+    waited = snapshot.waiting if snapshot is not None else None
+    return TaskOutcome(state="interrupted", waited_for=waited.question if waited is not None else None)
 
 
 def _runs_elsewhere(pid: int | None) -> bool:
