@@ -37,6 +37,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("cli.validate", "agent.mcp_servers.config"): "server checks load only for files that declare servers",
     ("mcp.server", "mcp.foreground"): _COLD_START,
     ("mcp.server", "mcp.task_output"): _COLD_START,
+    ("mcp.server", "mcp.task_answer"): "the view's answer tool loads at its first call",
     ("mcp.server", "mcp.task_list"): "the task list tool's view loads at its first call",
     ("mcp.server", "render.status"): _COLD_START,
     ("runtime.extensions", "agent.mcp_servers"): "the MCP client loads only when an agent has servers",

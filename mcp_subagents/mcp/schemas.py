@@ -1,5 +1,5 @@
-"""The inputs of Task, TaskOutput and TaskStop: pydantic models that give both the JSON schema the host sees and the
-validation of what it sends, with messages that name the field."""
+"""The inputs of Task, TaskOutput, TaskStop and the App view's TaskAnswer: pydantic models that give both the JSON
+schema the host sees and the validation of what it sends, with messages that name the field."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import InvalidArgumentsError, UnknownAgentError
 from ..core.json_values import JsonObject
+from ..permissions.asking import Choice
 from ..runtime.request import TaskRequest
 
 TASK_OUTPUT_MAX_TIMEOUT_MS = 600_000
@@ -48,6 +49,19 @@ class TaskStopInput(BaseModel):
         return chosen
 
 
+class TaskAnswerInput(BaseModel):
+    """What the App view sends when the person clicks Allow once, Always allow or Deny."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    task_id: str = Field(description="The task whose card shows the question")
+    question_id: str = Field(description="The question's id, as TaskList gives it")
+    choice: Choice = Field(
+        description="allow: this call once; always: add the suggested rule too; deny: refuse the call"
+    )
+    token: str = Field(description="The question's token from the _meta of the TaskList result")
+
+
 def task_schema(agent_names: Sequence[str]) -> JsonObject:
     """Task's input schema, with the agents a host may name."""
     schema = dict(host_schema(TaskRequest))
@@ -63,6 +77,10 @@ def task_output_schema() -> JsonObject:
 
 def task_stop_schema() -> JsonObject:
     return host_schema(TaskStopInput)
+
+
+def task_answer_schema() -> JsonObject:
+    return host_schema(TaskAnswerInput)
 
 
 @cache

@@ -1,4 +1,5 @@
-"""MCP wiring: the three tools, argument validation, the `requestState` seal, logging level, and list changes."""
+"""MCP wiring: the three tools (and the App view's two), argument validation, the `requestState` seal, logging
+level, and list changes."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ from ..core.well_formed import well_formed_values
 from ..definitions import Catalog
 from ..render.descriptions import TASK_OUTPUT_DESCRIPTION, TASK_STOP_DESCRIPTION, AgentLine, task_description
 from ..runtime.service import Subagents
+from .answer_tokens import AnswerTokens
 from .app_view import (
     EXTENSION_ID,
+    TASK_ANSWER,
+    TASK_ANSWER_DESCRIPTION,
     TASK_LIST,
     TASK_LIST_DESCRIPTION,
     TASK_LIST_SCHEMA,
@@ -38,6 +42,7 @@ from .notifications import ToolListNotifier
 from .schemas import (
     TaskStopInput,
     parse_arguments,
+    task_answer_schema,
     task_output_schema,
     task_schema,
     task_stop_schema,
@@ -102,7 +107,7 @@ class _Listing:
         if tools is None:
             tools = _tools(app, catalog, apps=apps)
             if apps:
-                tools.append(_task_list_tool())
+                tools += _view_tools()
             self.tools[apps] = tools
         return list(tools)
 
@@ -147,6 +152,7 @@ class _Handlers:
         self.app = app
         self.listed = _Listing()
         self.server: SubagentsServer | None = None
+        self.answer_tokens = AnswerTokens()
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], _params: types.PaginatedRequestParams | None
@@ -194,10 +200,17 @@ class _Handlers:
             case "TaskStop":
                 return await _call_task_stop(app, arguments, principal_of(ctx.request))
             case "TaskList":
-                return _call_task_list(app, principal_of(ctx.request))
+                from .task_list import task_list_call
+
+                tokens = self.answer_tokens if client_supports_apps(ctx) else None  # only the view gets tokens
+                return task_list_call(app, principal_of(ctx.request), tokens)
+            case "TaskAnswer":
+                from .task_answer import task_answer_call
+
+                return await task_answer_call(app, self.answer_tokens, arguments, principal_of(ctx.request))
             case _:
                 return _text(
-                    f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop, TaskList",
+                    f"Unknown tool '{params.name}'. Available tools: Task, TaskOutput, TaskStop, TaskList, TaskAnswer",
                     is_error=True,
                 )
 
@@ -237,24 +250,24 @@ def _tools(app: Subagents, catalog: Catalog, *, apps: bool = False) -> list[type
     ]
 
 
-def _task_list_tool() -> types.Tool:
-    return types.Tool(
-        name=TASK_LIST,
-        description=TASK_LIST_DESCRIPTION,
-        input_schema=TASK_LIST_SCHEMA,
-        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        _meta=ui_meta(app_only=True),
-    )
-
-
-def _call_task_list(app: Subagents, principal: str) -> types.CallToolResult:
-    from .task_list import task_entry, task_list_result
-
-    entries = [
-        task_entry(record, recent_output=app.tasks.recent_output(record, 800), queue=app.tasks.queue_position(record))
-        for record in app.tasks.tasks_of(principal)
+def _view_tools() -> list[types.Tool]:
+    """The tools only the App view calls: the task list it polls and the answers its buttons give."""
+    return [
+        types.Tool(
+            name=TASK_LIST,
+            description=TASK_LIST_DESCRIPTION,
+            input_schema=TASK_LIST_SCHEMA,
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            _meta=ui_meta(app_only=True),
+        ),
+        types.Tool(
+            name=TASK_ANSWER,
+            description=TASK_ANSWER_DESCRIPTION,
+            input_schema=task_answer_schema(),
+            annotations=types.ToolAnnotations(read_only_hint=False, open_world_hint=False),
+            _meta=ui_meta(app_only=True),
+        ),
     ]
-    return task_list_result(entries)
 
 
 async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: str) -> types.CallToolResult:

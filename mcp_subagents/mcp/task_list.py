@@ -1,21 +1,56 @@
-"""The `TaskList` tool's answer: the caller's tasks as the live task view shows them (`app_view`), and as text."""
+"""The `TaskList` tool's answer: the caller's tasks as the live task view shows them (`app_view`), and as text.
+
+A task the person launched carries the questions its tree waits on, as the form shows them, and once it has ended,
+the line the view tells the conversation. To a host with MCP Apps, the result's `_meta` also carries each open
+question's answer token (`answer_tokens`): never its text or its structured content, which a model may read.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
 
 from ..models.pricing import format_usd
+from ..permissions.asking import OpenQuestion
 from ..render import failure_message
 from ..render.inert import inert_values
+from ..render.questions import always_text, permission_message, question_headline
+from ..render.status import end_notice_text
+from ..runtime.service import Subagents
 from ..tasks.record import TaskRecord
+from .answer_tokens import ANSWER_TOKENS_META, AnswerTokens
 
 OUTPUT_LINES = 6
 """How many of the latest output lines each task shows."""
 
 
-def task_entry(record: TaskRecord, *, recent_output: str, queue: tuple[int, int] | None) -> dict[str, Any]:
+def task_list_call(app: Subagents, principal: str, tokens: AnswerTokens | None) -> types.CallToolResult:
+    """`principal`'s tasks; with `tokens` (a host with MCP Apps), the answer token of each open question."""
+    tasks = app.tasks
+    entries: list[dict[str, Any]] = []
+    issued: dict[str, str] = {}
+    for record in tasks.tasks_of(principal):
+        questions = tasks.open_questions(record) if record.parent is None and not record.finished else []
+        recent, queue = tasks.recent_output(record, 800), tasks.queue_position(record)
+        entries.append(task_entry(record, recent_output=recent, queue=queue, questions=questions))
+        if tokens is not None:
+            issued |= {entry.id: tokens.issue(principal, entry.id) for entry in questions}
+    result = task_list_result(entries)
+    if issued:
+        result.meta = {ANSWER_TOKENS_META: issued}
+    return result
+
+
+def task_entry(
+    record: TaskRecord,
+    *,
+    recent_output: str,
+    queue: tuple[int, int] | None,
+    questions: Sequence[OpenQuestion] = (),
+) -> dict[str, Any]:
+    """One task as the view shows it. `questions`: those its tree waits on (for a task the person launched)."""
     progress = record.progress
     usage = progress.usage
     outcome = record.outcome
@@ -31,9 +66,10 @@ def task_entry(record: TaskRecord, *, recent_output: str, queue: tuple[int, int]
         lines = [failure_message(outcome) if outcome.state == "failed" else f"Task {outcome.state}."]
     return {
         "task_id": record.id,
+        "parent_task_id": record.parent,
         "agent": record.agent,
         "description": record.description,
-        "state": record.state,
+        "state": "waiting" if questions else record.state,
         "turn": progress.turn if outcome is None else (outcome.counts.turns if outcome.counts else progress.turn),
         "max_turns": progress.max_turns,
         "current_tools": list(progress.current_tools) if outcome is None else [],
@@ -42,6 +78,29 @@ def task_entry(record: TaskRecord, *, recent_output: str, queue: tuple[int, int]
         "elapsed_s": round(elapsed, 1),
         "queue_position": queue[0] if queue else None,
         "output": lines[-OUTPUT_LINES:],
+        "questions": [question_entry(entry) for entry in questions],
+        "end_notice": end_notice_text(record) if record.finished and record.parent is None else None,
+    }
+
+
+def question_entry(entry: OpenQuestion) -> dict[str, Any]:
+    """A question as the task's card shows it: the form's first line, then the rest of the form, and the rule
+    "Always allow" adds (None when it cannot be offered) with the line that says where it goes."""
+    question = entry.question
+    headline, always = question_headline(question), always_text(question)
+    details = permission_message(question, task_id=entry.task_id).removeprefix(headline).strip("\n")
+    if always is not None:
+        details = details.removesuffix(always).rstrip("\n")
+    return {
+        "id": entry.id,
+        "task_id": entry.task_id,
+        "agent": question.agent,
+        "tool": question.tool,
+        "headline": headline,
+        "details": details,
+        "rule": question.suggestion if always is not None else None,
+        "always": always,
+        "asked_at": entry.asked_at,
     }
 
 
@@ -69,5 +128,6 @@ def _entry_text(entry: dict[str, Any]) -> str:
         parts.append(format_usd(entry["cost_usd"]))
     parts.append(f"{entry['elapsed_s']:.0f} s")
     lines = [f"{entry['task_id']} {entry['agent']}: {entry['description']} [{' · '.join(parts)}]"]
+    lines += [f"    {question['headline']}" for question in entry["questions"]]
     lines += [f"    {line}" for line in entry["output"][-3:]]
     return "\n".join(lines)

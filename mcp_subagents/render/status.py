@@ -186,6 +186,36 @@ def answer_line(answer: Answer) -> str:
             return answer.why_not()
 
 
+def answered_text(headline: str, answer: Answer, note: str | None = None) -> str:
+    """What the App view shows after the person answered a question there; `note` says what "always" added."""
+    match answer.kind:
+        case "allowed" if answer.always:
+            return f"Always allowed: {headline}. {note or ''}".rstrip()
+        case "allowed":
+            return f"Allowed once: {headline}. The task goes on."
+        case _:
+            return f"Denied: {headline}. The task goes on without that call."
+
+
+def wrong_answer_token_text(question_id: str) -> str:
+    return (
+        f"The answer was not taken: 'token' does not match question {inert(question_id, one_line=True)}. Only the "
+        "task view answers, with the token its TaskList result carries; the question is still open."
+    )
+
+
+_ENDED = {"completed": "completed", "failed": "failed", "stopped": "was stopped", "interrupted": "was interrupted"}
+
+
+def end_notice_text(record: TaskRecord) -> str:
+    """One line for the conversation when a task the person launched has ended (the App view sends it)."""
+    agent, description = inert(record.agent, one_line=True), inert(record.description, one_line=True)
+    return (
+        f"Subagent task {record.id} ({agent}: {description}) {_ENDED.get(record.state, record.state)}; read its "
+        f'result with TaskOutput {{"task_id": "{record.id}"}}.'
+    )
+
+
 class OutputFileTexts:
     """The task manager's `TaskTexts`: output files read as the host's view of a task does."""
 

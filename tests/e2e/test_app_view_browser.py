@@ -1,26 +1,34 @@
 """The App view in a real browser: headless Chromium loads the `ui://` page (read over MCP) into a sandboxed iframe
-of a small host page that speaks the MCP Apps postMessage protocol and forwards the view's `tools/call` requests
-to the server through a real MCP client. A task appears, updates, and is stopped from the view's button."""
+of a small host page that speaks the MCP Apps postMessage protocol, forwards the view's `tools/call` requests to the
+server through a real MCP client, and keeps what the view tells the conversation (`ui/update-model-context`,
+`ui/message`). A task appears, updates, and is stopped from the view's button; a task waiting on a question is
+answered from its card, and its end reaches the conversation once."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from mcp import Client
 from mcp.client.extension import advertise
 
-from mcp_subagents.core.messages import TextPart, ToolCall, Usage
+from mcp_subagents.core.messages import TextPart, ToolCall, ToolResultMessage, Usage
 from mcp_subagents.mcp.app_view import APP_MIME_TYPE, EXTENSION_ID, VIEW_URI
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
+from mcp_subagents.runtime.service import Subagents
 from tests.browser_support import chromium_page, screenshot_path
 from tests.security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert
 from tests.support import make_settings, running_app, text_of
+
+if TYPE_CHECKING:
+    from playwright.async_api import FrameLocator, Page
 
 pytestmark = pytest.mark.anyio
 
@@ -30,18 +38,25 @@ HOST_PAGE = """<!doctype html>
 <script>
 const frame = document.getElementById("view");
 window.traffic = [];
+window.told = [];
+window.capabilities = {serverTools: {}, updateModelContext: {text: {}}, message: {text: {}}};
 function reply(message) { frame.contentWindow.postMessage(message, "*"); }
+window.toolResult = () => reply({jsonrpc: "2.0", method: "ui/notifications/tool-result", params: {content: []}});
 window.addEventListener("message", async (event) => {
   if (event.source !== frame.contentWindow) return;
   const m = event.data;
   window.traffic.push(m.method || "reply");
   if (m.method === "ui/initialize") {
     reply({jsonrpc: "2.0", id: m.id, result: {protocolVersion: m.params.protocolVersion,
-      hostInfo: {name: "test host", version: "0"}, hostCapabilities: {serverTools: {}},
+      hostInfo: {name: "test host", version: "0"},
+      hostCapabilities: window.capabilities,
       hostContext: {theme: "light"}}});
   } else if (m.method === "tools/call") {
     try { reply({jsonrpc: "2.0", id: m.id, result: await window.mcpCall(m.params.name, m.params.arguments)}); }
     catch (e) { reply({jsonrpc: "2.0", id: m.id, error: {code: -32000, message: String(e)}}); }
+  } else if (m.method === "ui/update-model-context" || m.method === "ui/message") {
+    window.told.push({method: m.method, params: m.params});
+    reply({jsonrpc: "2.0", id: m.id, result: {}});
   } else if (m.method === "ui/notifications/size-changed") {
     frame.style.height = Math.max(120, m.params.height) + "px";
   }
@@ -176,3 +191,161 @@ async def test_a_hostile_tasks_text_is_shown_inert_in_the_view(tmp_path: Path) -
     assert_inert(served_text)
     assert "helper\\u202e" in raw_text and "Read\\x1b]52;c;aGk=\\x07\\u202e" in raw_text
     assert_inert(raw_text)
+
+
+APPS = [advertise(EXTENSION_ID, {"mimeTypes": [APP_MIME_TYPE]})]
+WAITING_TASK = {
+    "description": "build it",
+    "prompt": "Build.",
+    "subagent_type": "general-purpose",
+    "run_in_background": True,
+}
+LISTS_SINCE_LOAD = "window.traffic.slice(window.traffic.lastIndexOf('ui/initialize')).filter(m => m === 'tools/call')"
+
+
+def run_then_report(*commands: str) -> FunctionModel:
+    """Runs `commands` one per turn, then reports what each gave ("OK"/"ERR" and the output)."""
+
+    def respond(request: ModelRequest) -> ModelResponse:
+        done = len(request.messages) // 2
+        usage = Usage(input_tokens=10, output_tokens=5)
+        if done < len(commands):
+            call = ToolCall(id=f"c{done}", name="Bash", arguments={"command": commands[done]})
+            return ModelResponse(parts=(call,), stop_reason="tool_use", usage=usage)
+        results = [r for m in request.messages if isinstance(m, ToolResultMessage) for r in m.results]
+        said = " || ".join(f"{'ERR' if r.is_error else 'OK'}: {r.content}" for r in results)
+        return ModelResponse(parts=(TextPart(text=said),), stop_reason="end_turn", usage=usage)
+
+    return FunctionModel(respond)
+
+
+@asynccontextmanager
+async def view_in_host(
+    client: Client, *, capabilities: dict[str, Any] | None = None
+) -> AsyncGenerator[tuple[Page, FrameLocator, str]]:
+    """The host page with the view loaded, its `tools/call` requests answered through `client`; `capabilities`: the
+    host's instead of all the view may use."""
+    html = getattr((await client.read_resource(VIEW_URI)).contents[0], "text", "")
+
+    async def mcp_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await client.call_tool(name, arguments)
+        return json.loads(result.model_dump_json(by_alias=True, exclude_none=True))
+
+    async with chromium_page(width=760, height=600) as page:
+        # Playwright types the callback as a bare Callable.
+        await page.expose_function("mcpCall", mcp_call)  # pyright: ignore[reportUnknownMemberType]
+        await page.set_content(HOST_PAGE)
+        if capabilities is not None:
+            await page.evaluate("capabilities => { window.capabilities = capabilities; }", capabilities)
+        await page.evaluate("html => window.loadView(html)", html)
+        yield page, page.frame_locator("#view"), html
+
+
+async def launch_waiting(client: Client, app: Subagents) -> str:
+    task_id = text_of(await client.call_tool("Task", WAITING_TASK)).split("task_id: ")[1].split()[0]
+    record = app.tasks.get(task_id, principal="local")
+    with anyio.fail_after(15):
+        await app.tasks.root(record).resources.questions.wait_for_new()
+    return task_id
+
+
+async def one_more_list(page: Page, view: FrameLocator) -> None:
+    """Have the view list the tasks once more (as a host's tool result makes it), and wait until its request
+    arrives: whatever the view sent after the list before it has arrived by then."""
+    await view.locator("#updated", has_text="updated").wait_for(timeout=15_000)
+    before = await page.evaluate(f"{LISTS_SINCE_LOAD}.length")
+    await page.evaluate("window.toolResult()")
+    await page.wait_for_function(f"{LISTS_SINCE_LOAD}.length > {before}", timeout=15_000)
+
+
+def end_notice(task_id: str) -> str:
+    return (
+        f'Subagent task {task_id} (general-purpose: build it) completed; read its result with TaskOutput {{"task_id": '
+        f'"{task_id}"}}.'
+    )
+
+
+async def test_allow_once_on_the_card_lets_the_task_finish_and_its_end_is_told_once(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, ask_timeout=60)
+    assert settings.cwd is not None
+    async with running_app(settings, model=run_then_report("echo made > made.txt")) as app:
+        async with Client(build_server(app), mode="auto", extensions=APPS) as client:
+            task_id = await launch_waiting(client, app)
+            async with view_in_host(client) as (page, view, html):
+                card = view.locator(f'section[data-task-id="{task_id}"]')
+                question = card.locator(".question")
+                await question.wait_for(timeout=15_000)
+                await card.locator(".state.waiting").wait_for(timeout=15_000)
+                shown = await question.inner_text()
+                buttons = await question.get_by_role("button").all_inner_texts()
+                if (path := screenshot_path("app-view-question.png")) is not None:
+                    await page.locator("#view").screenshot(path=str(path))
+                await question.get_by_role("button", name="Allow once").click()
+                await card.locator(".state.completed").wait_for(timeout=15_000)
+                answered = await card.locator(".answered").inner_text()
+                output = await card.locator("pre.output").inner_text()
+                await page.wait_for_function("window.told.length >= 1", timeout=15_000)
+                await one_more_list(page, view)  # a later list tells nothing more
+                await page.evaluate("html => window.loadView(html)", html)  # nor does the view loaded again
+                await page.wait_for_function("window.traffic.filter(m => m === 'ui/initialize').length === 2")
+                await one_more_list(page, view)
+                await one_more_list(page, view)
+                told = await page.evaluate("window.told")
+    headline = "Subagent 'general-purpose' asks to run Bash: echo made > made.txt"
+    assert shown.startswith(f"{headline}\nTask {task_id}.\n\nCommand:\necho made > made.txt\n")
+    assert buttons == ["Allow once", "Always allow", "Deny"]
+    assert f"Always allow adds Bash(echo made) to {settings.cwd}/.claude/settings.local.json." in shown
+    assert answered == f"Allowed once: {headline}. The task goes on."
+    assert output.startswith("OK: ") and (settings.cwd / "made.txt").read_text(encoding="utf-8") == "made\n"
+    assert told == [
+        {"method": "ui/update-model-context", "params": {"content": [{"type": "text", "text": end_notice(task_id)}]}}
+    ]
+
+
+async def test_always_allow_with_wake_me_writes_the_rule_and_sends_a_message(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, ask_timeout=60)
+    assert settings.cwd is not None
+    async with running_app(settings, model=run_then_report("make first", "make first")) as app:
+        async with Client(build_server(app), mode="auto", extensions=APPS) as client:
+            task_id = await launch_waiting(client, app)
+            async with view_in_host(client) as (page, view, _html):
+                card = view.locator(f'section[data-task-id="{task_id}"]')
+                await card.locator(".question").wait_for(timeout=15_000)
+                await card.get_by_role("checkbox", name="Wake me when done").check()
+                await card.get_by_role("button", name="Always allow").click()
+                await card.locator(".state.completed").wait_for(timeout=15_000)
+                answered = await card.locator(".answered").inner_text()
+                output = await card.locator("pre.output").inner_text()
+                await page.wait_for_function("window.told.length >= 1", timeout=15_000)
+                await one_more_list(page, view)
+                told = await page.evaluate("window.told")
+    local = json.loads((settings.cwd / ".claude" / "settings.local.json").read_text(encoding="utf-8"))
+    assert local == {"permissions": {"allow": ["Bash(make first)"]}}
+    assert answered.startswith("Always allowed: Subagent 'general-purpose' asks to run Bash: make first. ")
+    assert answered.endswith(
+        f"Bash(make first) is allowed from now on (added to {settings.cwd}/.claude/settings.local.json)."
+    )
+    assert output.count("No rule to make target 'first'") == 2 and "Permission denied" not in output
+    message = {"role": "user", "content": [{"type": "text", "text": end_notice(task_id)}]}
+    assert told == [{"method": "ui/message", "params": message}]
+
+
+async def test_deny_on_the_card_refuses_the_call_and_a_host_without_context_is_told_nothing(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, ask_timeout=60)
+    assert settings.cwd is not None
+    async with running_app(settings, model=run_then_report("echo made > made.txt")) as app:
+        async with Client(build_server(app), mode="auto", extensions=APPS) as client:
+            task_id = await launch_waiting(client, app)
+            async with view_in_host(client, capabilities={"serverTools": {}}) as (page, view, _html):
+                card = view.locator(f'section[data-task-id="{task_id}"]')
+                await card.locator(".question").wait_for(timeout=15_000)
+                toggles = await card.get_by_role("checkbox").count()
+                await card.get_by_role("button", name="Deny").click()
+                await card.locator(".state.completed").wait_for(timeout=15_000)
+                output = await card.locator("pre.output").inner_text()
+                questions_left = await card.locator(".question").count()
+                await one_more_list(page, view)
+                told = await page.evaluate("window.told")
+    assert output.startswith("ERR: Error: Permission denied: The person denied this call (the App view).")
+    assert questions_left == 0 and not (settings.cwd / "made.txt").exists()
+    assert toggles == 0 and told == []  # the host offers neither ui/message nor ui/update-model-context

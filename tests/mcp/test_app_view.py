@@ -30,11 +30,14 @@ async def test_the_view_resource_and_the_tools_ui_meta(tmp_path: Path, mode: str
     async with running_app(make_settings(tmp_path)) as app:
         async with Client(build_server(app), mode=mode, extensions=APPS) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert list(tools) == ["Task", "TaskOutput", "TaskStop", "TaskList"]
+            assert list(tools) == ["Task", "TaskOutput", "TaskStop", "TaskList", "TaskAnswer"]
             assert tools["Task"].meta is not None and tools["Task"].meta["ui"] == {"resourceUri": VIEW_URI}
             assert tools["TaskOutput"].meta is not None and tools["TaskOutput"].meta["ui"]["resourceUri"] == VIEW_URI
             task_list = tools["TaskList"].meta
             assert task_list is not None and task_list["ui"] == {"resourceUri": VIEW_URI, "visibility": ["app"]}
+            task_answer = tools["TaskAnswer"].meta
+            assert task_answer is not None and task_answer["ui"] == {"resourceUri": VIEW_URI, "visibility": ["app"]}
+            assert tools["TaskAnswer"].input_schema["required"] == ["task_id", "question_id", "choice", "token"]
 
             (resource,) = (await client.list_resources()).resources
             assert (resource.uri, resource.mime_type) == (VIEW_URI, APP_MIME_TYPE)
