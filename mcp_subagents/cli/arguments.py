@@ -39,6 +39,12 @@ def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
         "run",
         help="run one subagent from the shell and print its result",
         usage='%(prog)s AGENT "PROMPT" [options]  |  %(prog)s --resume ID "PROMPT" [options]',
+        description=(
+            "Run one subagent from the shell and print its result. When stdin is a terminal, the task's permission "
+            "questions are asked there: allow once, always allow or deny. Otherwise a question waits, as a "
+            "background task's does, for `mcp-subagents tasks answer` or the dashboard, and is denied after "
+            "--ask-timeout."
+        ),
     )
     run.add_argument("words", nargs="+", metavar="AGENT PROMPT", help="subagent type (e.g. Explore), then the task")
     run.add_argument("--resume", metavar="ID", help="continue an earlier task's conversation with PROMPT")

@@ -1,5 +1,6 @@
 """`mcp-subagents dashboard` and `serve --dashboard`: the dashboard's server, beside a runtime that can resume
-tasks and stop its own."""
+tasks, and stop its own and answer their questions (other processes' tasks are reached through their control
+channel). An answer given in the dashboard is recorded as given by the user who runs it, as `tasks answer` does."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ import anyio
 
 from ..config.settings import Settings
 from ..core.errors import ConfigError
+from ..permissions.asking import Choice
+from ..runtime.answers import Receipt
 from ..runtime.request import TaskRequest
 from ..runtime.service import Subagents
-from ..serve.dashboard import Dashboard, Resumer, open_socket
+from ..serve.dashboard import VIA, Answerer, Dashboard, Resumer, open_socket
 from ..tasks.files import find_task
 from ..tasks.transcripts import read_summary
+from .tasks import os_user
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +40,18 @@ def resumer(app: Subagents) -> Resumer:
     return resume
 
 
+def answerer(app: Subagents, person: str) -> Answerer:
+    """Answer the question of a task `app` runs, as `person`, via the dashboard; None for another process's task."""
+
+    async def answer(task_id: str, question_id: str, choice: Choice) -> Receipt | None:
+        record = app.tasks.live(task_id)
+        if record is None:
+            return None
+        return await app.answers.answer(record, question_id, choice, by=person, via=VIA)
+
+    return answer
+
+
 async def serve_dashboard(app: Subagents, port: int) -> None:
     """Serve the dashboard of `app`'s state directory until cancelled; its address goes to stderr."""
     try:
@@ -43,11 +59,14 @@ async def serve_dashboard(app: Subagents, port: int) -> None:
     except OSError as exc:
         logger.error("dashboard: cannot listen on 127.0.0.1:%d: %s", port, exc.strerror or exc)
         return
+    person = os_user()
     dashboard = Dashboard(
         app.settings.state_dir,
         port=sock.getsockname()[1],
+        person=person,
         prices=app.prices.table(),
         stop_here=app.tasks.stop_own,
+        answer_here=answerer(app, person),
         resume=resumer(app),
     )
     print(

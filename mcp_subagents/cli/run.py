@@ -1,11 +1,14 @@
-"""`mcp-subagents run`: one subagent from the shell, with a live status line, Ctrl-C that stops the task cleanly,
-and the result written for a person (or, with `--raw`, the envelope a host gets)."""
+"""`mcp-subagents run`: one subagent from the shell, with a live status line, its permission questions asked at the
+terminal (when stdin is one), Ctrl-C that stops the task cleanly, and the result written for a person (or, with
+`--raw`, the envelope a host gets). Without a terminal on stdin a question waits, as a background task's does, for
+`mcp-subagents tasks answer` or the dashboard, until --ask-timeout."""
 
 from __future__ import annotations
 
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 
 import anyio
 
@@ -16,7 +19,9 @@ from ..render import outcome_text, task_error
 from ..render.inert import inert
 from ..runtime.request import TaskRequest
 from ..runtime.service import Subagents
-from .terminal import PlainProgress, StatusLine, person_report, resume_hint
+from ..tasks.record import TaskRecord
+from .tasks import os_user
+from .terminal import PlainProgress, StatusLine, TerminalQuestions, person_report, resume_hint
 
 INTERRUPTED = 130
 """The exit status of a command ended by Ctrl-C, as shells report it."""
@@ -65,25 +70,7 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
                 print(f"mcp-subagents: {inert(exc.message)}", file=err)
             return 1
         progress = StatusLine(record, err) if err.isatty() else PlainProgress(err)
-        stop_requests = 0
-        with anyio.open_signal_receiver(signal.SIGINT) as signals:
-            async with anyio.create_task_group() as group:
-
-                async def on_ctrl_c() -> None:
-                    nonlocal stop_requests
-                    async for _ in signals:
-                        stop_requests += 1
-                        if stop_requests > 1:  # a second Ctrl-C: stop waiting for a clean stop
-                            group.cancel_scope.cancel()
-                            return
-                        app.tasks.request_stop(record.id)
-
-                group.start_soon(on_ctrl_c)
-                if isinstance(progress, StatusLine):
-                    group.start_soon(progress.keep_drawing)
-                with app.tasks.watch(record, progress.on_event):
-                    await record.done.wait()
-                group.cancel_scope.cancel()
+        stop_requests = await _follow(app, record, progress)
         if isinstance(progress, StatusLine):
             progress.clear()
         outcome = record.outcome
@@ -99,3 +86,41 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
                 print(answer)
             print(notes, file=err)
         return 1 if record.is_error else 0
+
+
+async def _follow(app: Subagents, record: TaskRecord, progress: StatusLine | PlainProgress) -> int:
+    """Show the task's progress and ask its questions at the terminal until it ends; Ctrl-C asks it to stop, a second
+    Ctrl-C stops waiting. Returns how many times Ctrl-C was pressed."""
+    asker = None
+    if _stdin_is_a_terminal():
+        asker = TerminalQuestions(app, record, sys.stderr, fd=sys.stdin.fileno(), by=os_user(), status=progress)
+    stop_requests = 0
+    with anyio.open_signal_receiver(signal.SIGINT) as signals, ExitStack() as watching:
+        async with anyio.create_task_group() as group:
+
+            async def on_ctrl_c() -> None:
+                nonlocal stop_requests
+                async for _ in signals:
+                    stop_requests += 1
+                    if stop_requests > 1:  # a second Ctrl-C: stop waiting for a clean stop
+                        group.cancel_scope.cancel()
+                        return
+                    app.tasks.request_stop(record.id)
+
+            group.start_soon(on_ctrl_c)
+            if isinstance(progress, StatusLine):
+                group.start_soon(progress.keep_drawing)
+            watching.enter_context(app.tasks.watch(record, progress.on_event))
+            if asker is not None:
+                watching.enter_context(app.tasks.watch(record, asker.on_event))
+                group.start_soon(asker.keep_asking)
+            await record.done.wait()
+            group.cancel_scope.cancel()
+    return stop_requests
+
+
+def _stdin_is_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # stdin was closed
+        return False

@@ -188,7 +188,7 @@ def _answer(state_dir: Path, snapshot: TaskSnapshot, choice: str, question_id: s
     if snapshot.finished or waiting is None:
         print(f"mcp-subagents: task {header.task_id} waits on no question (it is {snapshot.state}).", file=sys.stderr)
         return 1
-    request = AnswerRequest(header.task_id, question_id or waiting.id, choice, "cli", _who())
+    request = AnswerRequest(header.task_id, question_id or waiting.id, choice, "cli", os_user())
     try:
         request_answer(state_dir, header.control, request)
     except ControlError as exc:
@@ -210,7 +210,9 @@ def _answer(state_dir: Path, snapshot: TaskSnapshot, choice: str, question_id: s
     return 1
 
 
-def _who() -> str:
+def os_user() -> str:
+    """The name of the user running this command, as answers record who gave them (the dashboard's and `run`'s
+    too); a name the control channel would not carry becomes `uid-N`."""
     try:
         name = getpass.getuser()
     except (KeyError, OSError):

@@ -1,11 +1,13 @@
 """The browser dashboard: every task of a state directory, live (server-sent events), a page per task with its
-transcript, tokens and cost over time, and stop and resume buttons.
+transcript, tokens and cost over time, stop and resume buttons, and the permission question a task waits on with
+Allow once, Always allow and Deny.
 
 It is the local operator's view: it shows the tasks of every principal, so it listens on 127.0.0.1 only and
 everything but the static files needs the secret made at each start. The secret is in the URL printed at start
 (the page moves it out of the address bar); without it, other local users and web pages get nothing.
 Against other sites: the Host header must name this address (DNS rebinding), POSTs must carry the secret in a
-header, a JSON body and, when a browser sends one, this page's Origin; no CORS headers are ever sent.
+header, a JSON body and, when a browser sends one, this page's Origin; no CORS headers are ever sent. An answer to a
+permission question is such a POST: only the person at this machine, in this page, allows a call.
 
 What the API sends is inert (`render.inert`): a bidi override or a zero-width space in a task's text arrives as a
 visible escape, and the page escapes again whatever it shows.
@@ -30,13 +32,15 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..core.errors import SubagentsError
+from ..core.errors import QuestionClosedError, SubagentsError
 from ..models.pricing import PriceTable
+from ..permissions.asking import CHOICES, Choice
 from ..render.inert import inert_values, well_formed
 from ..render.rows import task_row
 from ..render.web import web_file
-from ..tasks.control import ControlError, request_stop
-from ..tasks.files import TaskLookupError, find_task, read_task
+from ..runtime.answers import Receipt
+from ..tasks.control import PLACES, QUESTION_ID, AnswerRequest, ControlError, request_answer, request_stop
+from ..tasks.files import TaskLookupError, TaskSnapshot, find_task, read_task
 from .asgi import serve_until_cancelled
 from .dashboard_data import TaskRows, TranscriptFollower, state_signature
 
@@ -64,6 +68,11 @@ Resumer = Callable[[str, str], Awaitable[str]]
 """Resume task `id` with `prompt`; returns the new task's id. Raises `SubagentsError` with the reason it cannot."""
 Stopper = Callable[[str], bool]
 """Stop a task this process runs; False when it runs elsewhere (then the control channel is used)."""
+Answerer = Callable[[str, str, Choice], Awaitable[Receipt | None]]
+"""Answer (task id, question id, choice) for a task this process runs, and say what became of it; None when the task
+runs elsewhere (then the control channel is used). Raises `QuestionClosedError` when the question is not open."""
+VIA = PLACES["dashboard"]
+DONE = {"allow": "Allowed once", "always": "Always allowed", "deny": "Denied"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +112,19 @@ class Dashboard:
         state_dir: Path,
         *,
         port: int,
+        person: str,
         prices: PriceTable | None = None,
         stop_here: Stopper | None = None,
+        answer_here: Answerer | None = None,
         resume: Resumer | None = None,
     ) -> None:
+        """`person`: who the answers given here are recorded as given by (the user who runs the dashboard)."""
         self.state_dir = state_dir
         self.access = DashboardAccess(port=port, token=secrets.token_urlsafe(32))
+        self._person = person
         self._prices = prices or PriceTable()
         self._stop_here = stop_here
+        self._answer_here = answer_here
         self._resume = resume
 
     def app(self) -> ASGIApp:
@@ -123,6 +137,7 @@ class Dashboard:
             Route("/api/tasks/{task_id}/events", self._task_events),
             Route("/api/tasks/{task_id}/stop", self._stop, methods=["POST"]),
             Route("/api/tasks/{task_id}/resume", self._resume_task, methods=["POST"]),
+            Route("/api/tasks/{task_id}/answer", self._answer, methods=["POST"]),
         ]
         return _Guard(Starlette(routes=routes), self.access)
 
@@ -272,6 +287,45 @@ class Dashboard:
             return _shown({"error": exc.message}, status_code=409)
         return _shown({"task_id": new_id}, status_code=202)
 
+    async def _answer(self, request: Request) -> Response:
+        problem = await self._check_action(request)
+        if problem is not None:
+            return problem
+        wanted = await _answer_body(request)
+        if isinstance(wanted, Response):
+            return wanted
+        question_id, choice = wanted
+        path = self._named_task(request)
+        if isinstance(path, Response):
+            return path
+        snapshot = read_task(path)
+        if snapshot is None:
+            return _shown({"error": "no such task"}, status_code=404)
+        if self._answer_here is not None:
+            try:
+                receipt = await self._answer_here(snapshot.task_id, question_id, choice)
+            except QuestionClosedError as exc:
+                return _shown({"error": exc.message}, status_code=409)
+            if receipt is not None:
+                return _shown(_answered(snapshot.task_id, question_id, choice, receipt))
+        return self._answer_elsewhere(snapshot, question_id, choice)
+
+    def _answer_elsewhere(self, snapshot: TaskSnapshot, question_id: str, choice: Choice) -> Response:
+        """Send the answer to the server process that runs the task; it settles the question there."""
+        waiting, task_id = snapshot.waiting, snapshot.task_id
+        if snapshot.finished or waiting is None or waiting.id != question_id:
+            return _shown({"error": _closed(snapshot)}, status_code=409)
+        answer = AnswerRequest(task_id, question_id, choice, "dashboard", self._person)
+        try:
+            request_answer(self.state_dir, snapshot.header.control, answer)
+        except ControlError as exc:
+            return _shown({"error": exc.message}, status_code=409)
+        text = f"{DONE[choice]}: sent to the server that runs task {task_id}, which settles the question."
+        return _shown(
+            {"task_id": task_id, "question_id": question_id, "choice": choice, "text": text, "note": None},
+            status_code=202,
+        )
+
     # ---- checks ----------------------------------------------------------------------------------------------------
 
     def _authorized(self, request: Request) -> bool:
@@ -279,7 +333,7 @@ class Dashboard:
         return hmac.compare_digest(given.encode(), self.access.token.encode())
 
     async def _check_action(self, request: Request) -> Response | None:
-        """A stop or resume: the secret in the header (never in the URL), a JSON body, and our own Origin."""
+        """A stop, resume or answer: the secret in the header (never in the URL), a JSON body, and our own Origin."""
         given = request.headers.get(TOKEN_HEADER, "")
         if not hmac.compare_digest(given.encode(), self.access.token.encode()):
             return _forbidden()
@@ -315,6 +369,41 @@ class _Guard:
             await send(message)
 
         await self._app(scope, receive, secured)
+
+
+async def _answer_body(request: Request) -> tuple[str, Choice] | Response:
+    """The question and the choice an answer names, or the response that says which field is wrong."""
+    try:
+        body: Any = await request.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        return _shown({"error": 'The body must be JSON: {"question_id": "...", "choice": "allow"}'}, status_code=400)
+    fields = cast("dict[str, Any]", body)
+    question_id, choice = fields.get("question_id"), fields.get("choice")
+    if not isinstance(question_id, str) or not QUESTION_ID.fullmatch(question_id):
+        return _shown({"error": "question_id must be the id of the question the task waits on"}, status_code=400)
+    if choice not in CHOICES:
+        return _shown({"error": "choice must be allow, always or deny"}, status_code=400)
+    return question_id, choice
+
+
+def _answered(task_id: str, question_id: str, choice: Choice, receipt: Receipt) -> dict[str, Any]:
+    answer = receipt.answer
+    return {
+        "task_id": task_id,
+        "question_id": question_id,
+        "choice": choice,
+        "text": f"{DONE[choice]} by {answer.by} via {answer.via}.",
+        "note": receipt.note,
+    }
+
+
+def _closed(snapshot: TaskSnapshot) -> str:
+    return (
+        f"That question of task {snapshot.task_id} is not open any more: it was answered already, it waited longer "
+        f"than --ask-timeout, or the task ended (it is {snapshot.state})."
+    )
 
 
 def _forbidden() -> Response:

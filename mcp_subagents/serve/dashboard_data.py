@@ -1,5 +1,6 @@
 """What the dashboard shows, read from the state directory: the task list, and a task's transcript as display items
-(messages, tool calls, results, denials, compactions, notices, how it ended), followed as the file grows."""
+(messages, tool calls, results, denials, permission questions and their answers, compactions, notices, how it
+ended), followed as the file grows."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from typing import Any, cast
 
 from ..core.json_values import json_object
 from ..models.pricing import PriceTable
+from ..permissions.asking import Answer, AnswerKind, PermissionQuestion
 from ..render import outcome_text
+from ..render.questions import question_headline
 from ..render.rows import task_row
+from ..render.status import answer_line
 from ..tasks.files import TaskSnapshot, output_path, read_task, transcripts_dir
 from ..tasks.outcome import decode_outcome
 
@@ -117,6 +121,8 @@ def display_items(entry: dict[str, Any], snapshot: TaskSnapshot | None = None) -
         }
     elif kind == "notice":
         yield {"kind": "notice", "text": str(entry.get("text", "")), "at": entry.get("at")}
+    elif kind in ("question", "answer"):
+        yield _question_item(entry)
     elif kind == "usage":
         usage = json_object(entry.get("usage"))
         tokens = sum(value for value in usage.values() if isinstance(value, int))
@@ -163,6 +169,33 @@ def _message_items(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 "content": content[:MAX_RESULT_CHARS] + ("\n…" if cut else ""),
                 "is_error": bool(result.get("is_error")),
             }
+
+
+def _question_item(entry: dict[str, Any]) -> dict[str, Any]:
+    """A question asked of the person (its headline), or what became of it (who answered, where)."""
+    if entry.get("type") == "question":
+        question = PermissionQuestion(
+            agent=str(entry.get("agent", "")),
+            tool=str(entry.get("tool", "")),
+            arguments=json_object(entry.get("arguments")),
+            reason="",
+        )
+        return {"kind": "question", "at": entry.get("at"), "text": question_headline(question)}
+    kind = entry.get("kind")
+    if kind not in ("allowed", "declined"):  # a question is only ever left unanswered by its wait running out
+        text = "Nobody answered within --ask-timeout: the call was denied."
+        return {"kind": "answer", "at": entry.get("at"), "answer": "unanswered", "text": text}
+    answer = Answer(
+        kind=cast("AnswerKind", kind),
+        always=entry.get("always") is True,
+        by=_text_or_none(entry.get("by")),
+        via=_text_or_none(entry.get("via")),
+    )
+    return {"kind": "answer", "at": entry.get("at"), "answer": answer.kind, "text": answer_line(answer)}
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _list(value: Any) -> list[Any]:

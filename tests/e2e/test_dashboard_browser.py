@@ -1,10 +1,12 @@
 """The dashboard in headless Chromium: a task appears in the list, its page shows the transcript as it grows
 (messages, tool calls, results, a denial) with tokens and cost over time, the page's Stop button stops it, Resume
-continues it, and model-written text stays text (no script runs)."""
+continues it, a task waiting on a permission question is found with the list's "waiting" filter and answered with
+the page's buttons, and model-written text stays text (no script runs)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -14,9 +16,10 @@ import pytest
 from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
+from mcp_subagents.render.questions import question_headline, waiting_text
 from mcp_subagents.runtime.request import TaskRequest
 from tests.browser_support import chromium_page, screenshot_path
-from tests.dashboard_support import served_dashboard
+from tests.dashboard_support import PERSON, asking_task, served_dashboard, writing_model
 from tests.security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert
 from tests.support import make_settings, running_app
 
@@ -116,6 +119,63 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
             assert XSS in await page.locator(".item.assistant pre").first.inner_text()
             assert await page.evaluate("window.pwned") is None
             assert await page.locator("img").count() == 0
+
+
+@pytest.mark.parametrize("button", ["Allow once", "Always allow", "Deny"])
+async def test_the_waiting_filter_finds_the_question_and_its_buttons_answer_it(tmp_path: Path, button: str) -> None:
+    settings = make_settings(tmp_path, ask_timeout=60)
+    assert settings.cwd is not None
+    local = settings.cwd / ".claude" / "settings.local.json"
+    async with (
+        running_app(settings, model=writing_model(settings.cwd)) as app,
+        served_dashboard(app) as dashboard,
+        chromium_page(width=1200, height=900) as page,
+    ):
+        earlier, first = await asking_task(app, "an earlier write")
+        await app.answers.answer(earlier, first.id, "deny", by="someone", via="a test")
+        with anyio.fail_after(10):
+            await earlier.done.wait()
+        record, question = await asking_task(app)
+        await page.goto(dashboard.access.url)
+        row = page.locator(f'tr[data-task-id="{record.id}"]')
+        await row.locator(".waiting-for-you").wait_for(timeout=10_000)
+        assert await row.locator(".waiting-for-you").inner_text() == waiting_text(question.question)
+        await page.locator('tr[data-task-id="' + earlier.id + '"]').wait_for(timeout=10_000)
+        await page.get_by_role("button", name=re.compile(r"^waiting \(1\)$")).click()
+        await page.locator(f'tr[data-task-id="{earlier.id}"]').wait_for(state="detached", timeout=10_000)
+        assert await page.locator("tr.task").count() == 1
+
+        await row.click()
+        box = page.locator("section.question")
+        await box.locator(".headline").wait_for(timeout=10_000)
+        assert await box.locator(".headline").inner_text() == question_headline(question.question)
+        details = await box.locator(".details").inner_text()
+        assert f"Task {record.id}." in details and "Why it asks: Write on" in details
+        assert await box.locator(".always-text").inner_text() == f"Always allow adds Edit(./notes.txt) to {local}."
+        if (path := screenshot_path("dashboard-question.png")) is not None and button == "Allow once":
+            await page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1200, "height": 620})
+        await box.get_by_role("button", name=button).click()
+        await page.locator("h1 .state.completed").wait_for(timeout=10_000)
+        answer = page.locator(".item.answer")
+        await answer.wait_for(timeout=10_000)
+        end = await page.locator(".item.end.completed").inner_text()
+        assert await box.is_hidden()
+        shown_answer = await answer.inner_text()
+    assert record.state == "completed"
+    if button == "Deny":
+        assert f"denied by {PERSON} via the dashboard" in shown_answer
+        assert "Permission denied: The person denied this call (the dashboard)." in end
+        assert not (settings.cwd / "notes.txt").exists()
+    else:
+        assert (settings.cwd / "notes.txt").read_text() == "written\n"
+        assert f"The Write call gave: File created successfully at: {settings.cwd / 'notes.txt'}" in end
+    if button == "Always allow":
+        assert f"always allowed by {PERSON} via the dashboard" in shown_answer
+        assert json.loads(local.read_text())["permissions"]["allow"] == ["Edit(./notes.txt)"]
+    else:
+        assert not local.exists()
+    if button == "Allow once":
+        assert f"allowed by {PERSON} via the dashboard" in shown_answer
 
 
 def _raw_row(task_id: str) -> dict[str, object]:

@@ -1,5 +1,6 @@
 """The dashboard's HTTP API over a real port: the page, the task list and a task's transcript as display items, the
-live event streams, and stop (here and through another process's control channel) and resume."""
+live event streams, stop (here and through another process's control channel), resume, and answers to a task's
+permission question (here, and from the standalone dashboard process through the server's control channel)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,24 @@ import anyio
 import pytest
 
 from mcp_subagents.cli.dashboard import resumer
+from mcp_subagents.cli.tasks import os_user
 from mcp_subagents.core.messages import TextPart, ToolCall, Usage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
+from mcp_subagents.render.questions import question_headline, waiting_text
 from mcp_subagents.runtime.request import TaskRequest
 from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.tasks.files import find_task
-from tests.dashboard_support import client, served_dashboard
+from tests.dashboard_support import (
+    PERSON,
+    asking_task,
+    client,
+    served_dashboard,
+    standalone_dashboard,
+    writing_model,
+)
 from tests.security.inert_support import HOSTILE, HOSTILE_TOOL, assert_inert
-from tests.support import SYSTEM_PATH, make_settings, running_app, server_environment
+from tests.support import make_settings, running_app
 
 pytestmark = pytest.mark.anyio
 
@@ -89,7 +99,7 @@ async def test_the_streams_show_a_task_appear_grow_and_stop_through_the_control_
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     async with (
         running_app(settings, model=FunctionModel(script)) as app,
-        served_dashboard(app, stop_here=False) as dashboard,
+        served_dashboard(app, here=False) as dashboard,
         client(dashboard) as api,
         api.stream("GET", "/api/events") as listing,
     ):
@@ -161,36 +171,81 @@ async def test_a_resumed_task_can_be_read_as_soon_as_resume_answers(tmp_path: Pa
 async def test_the_commands_print_the_secret_address_and_serve_the_state_directory(
     tmp_path: Path, command: list[str]
 ) -> None:
-    import os
-    import re
-    import signal
-    import sys
+    async with standalone_dashboard(tmp_path, *command) as api:
+        assert (await api.get("/api/tasks")).json() == {"tasks": []}
+        assert (await api.get("/api/tasks", headers={"X-Dashboard-Token": ""})).status_code == 403
 
-    import httpx2 as httpx
-    from anyio.streams.buffered import BufferedByteReceiveStream
 
-    environ = server_environment(tmp_path, work=tmp_path, path=os.environ.get("PATH", SYSTEM_PATH))
-    process = await anyio.open_process([sys.executable, "-m", "mcp_subagents", *command], env=environ)
-    assert process.stderr is not None and process.stdin is not None
-    stderr = BufferedByteReceiveStream(process.stderr)
-    try:
-        with anyio.fail_after(30):
-            while True:
-                line = await stderr.receive_until(b"\n", 65536)
-                if found := re.search(rb"http://127\.0\.0\.1:(\d+)/\?token=([\w-]+)", line):
-                    break
-        port, token = int(found.group(1)), found.group(2).decode()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as api:
-            assert (await api.get("/api/tasks", headers={"X-Dashboard-Token": token})).json() == {"tasks": []}
-            assert (await api.get("/api/tasks")).status_code == 403
-    finally:
-        if command[0] == "serve":
-            await process.stdin.aclose()  # a stdio server ends with its input
-        else:
-            process.send_signal(signal.SIGINT)
-        with anyio.fail_after(20):
-            await process.wait()
-    assert process.returncode == 0
+async def test_a_waiting_question_is_listed_answered_once_and_wrong_answers_say_why(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, ask_timeout=60)
+    assert settings.cwd is not None
+    async with (
+        running_app(settings, model=writing_model(settings.cwd)) as app,
+        served_dashboard(app) as dashboard,
+        client(dashboard) as api,
+    ):
+        record, question = await asking_task(app)
+        (row,) = (await api.get("/api/tasks")).json()["tasks"]
+        assert row["state"] == "waiting" and row["waiting"]["id"] == question.id
+        assert "waiting for you: " + row["waiting"]["headline"] == waiting_text(question.question)
+        local = settings.cwd / ".claude" / "settings.local.json"
+        assert row["waiting"]["always"] == f"Always allow adds Edit(./notes.txt) to {local}."
+        answer = f"/api/tasks/{record.id}/answer"
+        wrong = [
+            await api.post(answer, json={"question_id": question.id, "choice": "yes"}),
+            await api.post(answer, json={"question_id": "permission-../../x", "choice": "allow"}),
+            await api.post(answer, json={"choice": "allow"}),
+            await api.post(answer, content=b"allow", headers={"Content-Type": "application/json"}),
+            await api.post(
+                "/api/tasks/0123456789abcdef0123456789abcdef/answer",
+                json={"question_id": question.id, "choice": "allow"},
+            ),
+        ]
+        assert [response.status_code for response in wrong] == [400, 400, 400, 400, 404]
+        assert "choice must be allow, always or deny" in wrong[0].json()["error"]
+        assert "question_id" in wrong[1].json()["error"] and "question_id" in wrong[2].json()["error"]
+        assert record.state == "waiting"
+
+        given = await api.post(answer, json={"question_id": question.id, "choice": "allow"})
+        assert given.status_code == 200
+        assert given.json()["text"] == f"Allowed once by {PERSON} via the dashboard."
+        with anyio.fail_after(10):
+            await record.done.wait()
+        again = await api.post(answer, json={"question_id": question.id, "choice": "deny"})
+        detail = (await api.get(f"/api/tasks/{record.id}")).json()
+    assert again.status_code == 409 and "is not open any more" in again.json()["error"]
+    assert record.state == "completed" and (settings.cwd / "notes.txt").read_text() == "written\n"
+    assert not (settings.cwd / ".claude" / "settings.local.json").exists()  # allowed once: no rule
+    asked = [item for item in detail["items"] if item["kind"] in ("question", "answer")]
+    assert asked == [
+        {"kind": "question", "at": asked[0]["at"], "text": question_headline(question.question)},
+        {"kind": "answer", "at": asked[1]["at"], "answer": "allowed", "text": f"allowed by {PERSON} via the dashboard"},
+    ]
+    assert detail["task"]["waiting"] is None
+
+
+async def test_the_standalone_dashboard_answers_through_the_control_channel_of_the_tasks_server(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path, ask_timeout=60)
+    assert settings.cwd is not None
+    async with (
+        running_app(settings, model=writing_model(settings.cwd)) as app,
+        standalone_dashboard(tmp_path) as api,  # another process, over the same state directory
+    ):
+        record, question = await asking_task(app)
+        answer = f"/api/tasks/{record.id}/answer"
+        given = await api.post(answer, json={"question_id": question.id, "choice": "always"})
+        assert given.status_code == 202, given.text
+        with anyio.fail_after(10):
+            await record.done.wait()
+        again = await api.post(answer, json={"question_id": question.id, "choice": "always"})
+    assert again.status_code == 409 and "is not open any more" in again.json()["error"]
+    assert question.answer is not None and question.answer.always
+    assert (question.answer.by, question.answer.via) == (os_user(), "the dashboard")
+    local = json.loads((settings.cwd / ".claude" / "settings.local.json").read_text())
+    assert local["permissions"]["allow"] == ["Edit(./notes.txt)"]
+    assert (settings.cwd / "notes.txt").read_text() == "written\n"
 
 
 class HostileScript:

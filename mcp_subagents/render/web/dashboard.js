@@ -63,25 +63,52 @@
 
   // ---- the task list ----------------------------------------------------------------------------------------------
 
+  const FILTERS = {
+    all: () => true,
+    waiting: (t) => t.state === "waiting",
+    running: (t) => t.state === "running" || t.state === "queued",
+    ended: (t) => !["waiting", "running", "queued"].includes(t.state),
+  };
+  let filter = "all";
+  let listed = [];
+
   function showList() {
     view.replaceChildren(el("p", { class: "muted" }, "Loading…"));
-    listen("/api/events", { tasks: (data) => renderList(data.tasks) });
+    listen("/api/events", { tasks: (data) => { listed = data.tasks; renderList(); } });
   }
 
-  function renderList(tasks) {
-    const running = tasks.filter((t) => t.state === "running" || t.state === "queued").length;
+  function filterBar(tasks) {
+    return el("div", { class: "filters", role: "group", "aria-label": "show tasks by state" },
+      ...Object.entries(FILTERS).map(([name, keep]) => el("button", {
+        class: "filter " + name, "data-filter": name, "aria-pressed": String(name === filter),
+        onclick: () => { filter = name; renderList(); },
+      }, `${name} (${tasks.filter(keep).length})`)));
+  }
+
+  function renderList() {
+    const tasks = listed;
+    const running = tasks.filter(FILTERS.running).length;
+    const waiting = tasks.filter(FILTERS.waiting).length;
     const spent = tasks.reduce((sum, t) => sum + (t.cost_usd || 0), 0);
     document.getElementById("summary").textContent =
-      `${tasks.length} task(s), ${running} running, ${usd(spent)} spent`;
+      `${tasks.length} task(s), ${running} running, ${waiting} waiting for you, ${usd(spent)} spent`;
     if (!tasks.length) {
       view.replaceChildren(el("p", { class: "empty" }, "No tasks in this state directory yet."));
       return;
     }
-    const rows = tasks.map((t) =>
+    const shownTasks = tasks.filter(FILTERS[filter]);
+    if (!shownTasks.length) {
+      view.replaceChildren(filterBar(tasks), el("p", { class: "empty" },
+        filter === "waiting" ? "No task waits for you." : `No ${filter} tasks.`));
+      return;
+    }
+    const rows = shownTasks.map((t) =>
       el("tr", { class: "task", "data-task-id": t.task_id, onclick: () => (location.hash = "#/task/" + t.task_id) },
         el("td", {}, badge(t.state)),
         el("td", {}, t.agent),
-        el("td", { class: "desc", title: t.description }, t.description),
+        el("td", { class: "desc", title: t.description }, t.description,
+          t.waiting && t.state === "waiting" ? el("div", { class: "waiting-for-you", title: t.waiting.headline },
+            "waiting for you: " + t.waiting.headline) : null),
         el("td", { class: "tool" }, t.current_tools.join(", ")),
         el("td", { class: "num" }, String(t.turns)),
         el("td", { class: "num" }, tokens(t.tokens)),
@@ -89,7 +116,7 @@
         el("td", { class: "num" }, seconds(t.elapsed_s)),
         el("td", { class: "muted" }, when(t.created)),
         el("td", { class: "muted" }, t.owner)));
-    view.replaceChildren(el("table", {},
+    view.replaceChildren(filterBar(tasks), el("table", {},
       el("thead", {}, el("tr", {}, ...["state", "agent", "description", "running", "turns", "tokens", "cost",
         "elapsed", "started", "owner"].map((name) => el("th", {}, name)))),
       el("tbody", {}, ...rows)));
@@ -101,13 +128,18 @@
     const facts = el("div", { class: "facts" });
     const title = el("h1", {});
     const actions = el("div", { class: "actions" });
+    const question = el("section", { class: "question", hidden: "" });
     const chart = el("div", { class: "chart" });
     const transcript = el("div", { class: "transcript" });
     const points = [];
-    view.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tasks")), title, facts, actions, chart,
-      el("h2", {}, "Transcript"), transcript);
+    view.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tasks")), title, facts, question, actions,
+      chart, el("h2", {}, "Transcript"), transcript);
     listen(`/api/tasks/${encodeURIComponent(taskId)}/events`, {
-      task: (data) => data.task && renderSummary(data.task, title, facts, actions),
+      task: (data) => {
+        if (!data.task) return;
+        renderSummary(data.task, title, facts, actions);
+        renderQuestion(data.task, question);
+      },
       items: (data) => {
         for (const item of data.items) {
           if (item.kind === "usage") points.push(item);
@@ -134,8 +166,10 @@
       fact("owner", task.owner),
       fact("started", when(task.created)),
       fact("denied calls", String(task.denials)));
+    if (actions.dataset.state === task.state) return;  // redrawn only when the state changes: a click lands
+    actions.dataset.state = task.state;
     const message = el("span", { class: "message" });
-    if (task.state === "running" || task.state === "queued") {
+    if (["running", "queued", "waiting"].includes(task.state)) {
       const stop = el("button", { class: "stop", onclick: async () => {
         stop.disabled = true;
         stop.textContent = "Stopping…";
@@ -155,6 +189,47 @@
       } }, "Resume");
       actions.replaceChildren(prompt, resume, message);
     }
+  }
+
+  // The permission question the task waits on: what it asks first, the details, then the three answers. Redrawn
+  // only when the question changes, so that the person's click is not lost to a refresh.
+  function renderQuestion(task, box) {
+    const waiting = task.waiting;
+    const open = waiting && task.state === "waiting";
+    const key = waiting ? `${waiting.id} ${open}` : "";
+    if (box.dataset.question === key) return;
+    box.dataset.question = key;
+    box.hidden = !waiting;
+    if (!waiting) { box.replaceChildren(); return; }
+    const details = waiting.message.split("\n").slice(2).filter((line) => line !== waiting.always);
+    const parts = [
+      el("div", { class: "label" }, open ? "waiting for you" : "was waiting for you when the task was interrupted"),
+      el("p", { class: "headline" }, waiting.headline),
+      el("pre", { class: "details" }, details.join("\n").trim()),
+    ];
+    if (!open) {
+      box.replaceChildren(...parts, el("p", { class: "muted" }, "Resuming the task asks again."));
+      return;
+    }
+    const status = el("p", { class: "answer-status" });
+    const buttons = [];
+    const answer = (choice) => async () => {
+      for (const button of buttons) button.disabled = true;
+      status.textContent = "Sending…";
+      try {
+        const done = await post(`/api/tasks/${task.task_id}/answer`, { question_id: waiting.id, choice });
+        status.textContent = shown([done.text, done.note].filter(Boolean).join(" "));
+      } catch (error) {
+        status.textContent = shown(error.message);
+        for (const button of buttons) button.disabled = false;
+      }
+    };
+    buttons.push(el("button", { class: "allow", onclick: answer("allow") }, "Allow once"));
+    if (waiting.always) buttons.push(el("button", { class: "always", title: waiting.always, onclick: answer("always") },
+      "Always allow"));
+    buttons.push(el("button", { class: "deny", onclick: answer("deny") }, "Deny"));
+    box.replaceChildren(...parts, el("div", { class: "choices" }, ...buttons,
+      waiting.always ? el("span", { class: "muted always-text" }, waiting.always) : null), status);
   }
 
   function renderItem(item) {
@@ -184,6 +259,10 @@
           el("details", {}, el("summary", {}, "summary"), el("pre", {}, item.summary)));
       case "notice":
         return el("div", { class: "item notice" }, el("div", { class: "label" }, "notice"), item.text);
+      case "question":
+        return el("div", { class: "item question" }, el("div", { class: "label" }, "asked the person"), item.text);
+      case "answer":
+        return el("div", { class: "item answer " + item.answer }, el("div", { class: "label" }, "answer"), item.text);
       case "end":
         return el("div", { class: "item end " + item.state }, el("div", { class: "label" }, "ended: " + item.state),
           el("pre", {}, item.text));
