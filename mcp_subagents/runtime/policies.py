@@ -53,9 +53,10 @@ class RunPolicies:
         loaded = self._files.load(project)
         if self._trust.is_trusted(project):
             return loaded
+        why = self._trust.why_untrusted(project)
         kept = self._untrusted
-        if kept is None or kept[0] is not loaded:
-            kept = (loaded, loaded.untrusted(self._trust.why_untrusted(project)))
+        if kept is None or kept[0] is not loaded or kept[1].why_withheld not in ("", why):
+            kept = (loaded, loaded.untrusted(why))
             self._untrusted = kept
         return kept[1]
 
