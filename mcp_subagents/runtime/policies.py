@@ -140,6 +140,8 @@ class RunPolicies:
     def _protected(self, place: RunPlace, hook_files: tuple[Path, ...]) -> ProtectedPaths:
         worktree = place.inside_worktree
         files = (*self._files.locations.paths(place.project), place.project / ".mcp.json", *hook_files)
+        if self._trust.answers is not None:  # a subagent that wrote it could trust a project in the person's place
+            files = (*files, self._trust.answers.path)
         return ProtectedPaths(
             files=tuple(os.path.abspath(path) for path in files),
             # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.
