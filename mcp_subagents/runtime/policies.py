@@ -60,6 +60,10 @@ class RunPolicies:
             self._untrusted = kept
         return kept[1]
 
+    def project_settings(self, project: Path) -> ClaudeSettings:
+        """The settings files of `project` as they are, trusted or not (for the trust question's list)."""
+        return self._files.load(project)
+
     def additional_directories(self, claude_settings: ClaudeSettings, project: Path) -> list[Path]:
         """`permissions.additionalDirectories`: folders file tools may use besides the working directory."""
         home = self._home
