@@ -187,3 +187,32 @@ async def test_a_background_task_waits_with_the_trust_question_until_someone_ans
     assert "OK: (Command completed" in body and hook_runs(log) == 1
     answer = remembered(settings)[str(settings.cwd)]
     assert isinstance(answer, dict) and answer["trusted"] is True and answer["by"] == "ann"
+
+
+async def test_tasks_launched_together_in_one_folder_share_one_trust_question(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, ask_timeout=30)
+    assert settings.cwd is not None
+    log = tmp_path / "hook.log"
+    untrusted_project(settings, log)
+    release = anyio.Event()
+    host = Host("allow", hold=release)
+    model = ScriptedModel([report_results] * 2)
+    async with connected(settings, mode="legacy", model=model, elicitation_callback=host) as client:
+        async with anyio.create_task_group() as group:
+            for _ in range(2):
+                group.start_soon(client.call_tool, "Task", TASK)
+            with anyio.fail_after(10):
+                await host.asked.wait()
+            release.set()
+    assert len(host.questions) == 1 and hook_runs(log) == 2  # one answer, and both tasks got the folder's hook
+
+
+async def test_a_server_that_never_asks_does_not_ask_this_either(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="dontAsk")
+    log = tmp_path / "hook.log"
+    untrusted_project(settings, log)
+    host = Host("allow")
+    async with connected(settings, mode="legacy", model=writes_ruled(), elicitation_callback=host) as client:
+        body = text_of(await client.call_tool("Task", TASK))
+    assert host.questions == [] and hook_runs(log) == 0 and remembered(settings) == {}
+    assert "dontAsk mode denies" in body and "would allow this call but does not count" in body
