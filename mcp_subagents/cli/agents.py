@@ -46,7 +46,8 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
             for d in catalog.agents.values()
         ]
         errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
-        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings}, indent=2))
+        standing = {"project": str(project), "trusted": trust.is_trusted(project), "why": trust.standing(project)}
+        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings, "trust": standing}, indent=2))
         return
     lines: list[str] = []  # a project's agent files chose these names and texts: printed inert
     for d in catalog.agents.values():
@@ -62,6 +63,7 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
         lines.append(f"\n{len(catalog.errors)} file(s) failed to load:")
         lines += [f"  {error.path}: {error.error}" for error in catalog.errors]
     lines += [f"warning: {warning}" for warning in warnings]
+    lines.append(f"trust: {trust.standing(project)}")
     for line in lines:
         print(inert(line))
 

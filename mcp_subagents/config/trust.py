@@ -64,6 +64,22 @@ class ProjectTrust:
             f"--trust-project {project}"
         )
 
+    def standing(self, project: Path) -> str:
+        """Whether the project is trusted and what says so, in one sentence (for `agents list`)."""
+        forms = _forms(project)
+        if any(named & forms for named in self._named):
+            return f"the project {project} is trusted: --trust-project names it"
+        root = checkout_root(project)
+        candidates = forms | (_forms(root) if root is not None else frozenset[str]())
+        if self._accepted() & candidates:
+            return f"the project {project} is trusted: Claude Code's record in {self.config_file} says so"
+        if self.answers is not None and self._answered_yes() & candidates:
+            return (
+                f"the project {project} is trusted: you said so when this server asked; it remembers that in "
+                f"{self.answers.path} (remove the folder's entry there to take it back)"
+            )
+        return self.why_untrusted(project)
+
     def answer(self, project: Path) -> TrustAnswer | None:
         """The person's remembered answer to this server's trust question about `project`, if any."""
         return None if self.answers is None else self.answers.get(project)
