@@ -1,9 +1,11 @@
 """The person's answers to this server's trust question, remembered so that no folder is asked about twice.
 
 They live in the server's own state directory (`trust.json`), never in a project: a repository cannot ship an
-answer for itself. The file is replaced in one step (a reader never sees half of it), created private (0600), and
-neither read nor written through a symbolic link, so a link planted in its place cannot make a folder trusted or
-steer the write elsewhere. Claude Code's own record (`~/.claude.json`) is read elsewhere and never written here.
+answer for itself. The file is replaced in one step (a reader never sees half of it) and created private (0600).
+Only such a file counts: one that is a symbolic link, belongs to someone else, or others may read or write (as a
+file a repository ships is, should the state directory lie inside one) is neither believed nor written, so nothing
+planted in its place can make a folder trusted or steer the write elsewhere. Claude Code's own record
+(`~/.claude.json`) is read elsewhere and never written here.
 
 ```json
 {"folders": {"/home/ann/src/app": {"trusted": true, "at": 1767225600.0, "by": "local", "via": "the host's form"}}}
@@ -59,8 +61,8 @@ class TrustAnswers:
             status = os.lstat(self.path)
         except OSError:
             return {}
-        if not stat.S_ISREG(status.st_mode):
-            return {}  # a link (or anything but a plain file) is no answer of the person's
+        if _foreign(status) is not None:
+            return {}  # no answer of the person's
         signature = (status.st_ino, status.st_mtime_ns, status.st_size)
         if self._cache[0] != signature:
             self._cache = (signature, _parse(_read(self.path)))
@@ -99,8 +101,14 @@ class TrustAnswers:
         return True
 
     def _update(self, change: Callable[[dict[str, Any]], object]) -> None:
-        if self.path.is_symlink():
-            raise ConfigError(f"{self.path} is a symbolic link, so the answer was not remembered")
+        try:
+            foreign = _foreign(os.lstat(self.path))
+        except FileNotFoundError:
+            foreign = None
+        except OSError as exc:
+            foreign = f"cannot be read ({exc.strerror})"
+        if foreign is not None:
+            raise ConfigError(f"{self.path} {foreign}, so the answer was not remembered; remove it")
         data = _read(self.path, strict=True)
         folders = data.setdefault("folders", {})
         if not isinstance(folders, dict):
@@ -108,6 +116,20 @@ class TrustAnswers:
         change(cast("dict[str, Any]", folders))
         _write(self.path, data)
         self._cache = (None, {})
+
+
+def _foreign(status: os.stat_result) -> str | None:
+    """Why a file at the answers' place is not one this server wrote, or None when it may be."""
+    if stat.S_ISLNK(status.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISREG(status.st_mode):
+        return "is not a plain file"
+    getuid = getattr(os, "getuid", None)
+    if getuid is not None and status.st_uid != getuid():
+        return "belongs to another user"
+    if status.st_mode & 0o077:
+        return f"may be read or changed by others (mode {stat.S_IMODE(status.st_mode):o})"
+    return None
 
 
 def folder_key(folder: Path) -> str:

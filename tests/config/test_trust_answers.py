@@ -78,9 +78,23 @@ def test_an_answer_the_file_cannot_take_holds_until_the_server_stops_and_the_fil
     yes, _ = folders(tmp_path)
     path = tmp_path / "trust.json"
     path.write_text("[not, an, object", encoding="utf-8")
+    path.chmod(0o600)
     answers = TrustAnswers(path)
     with pytest.raises(ConfigError, match="not valid JSON"):
         answers.remember(yes, trusted=True, at=0.0, by=None, via=None)
     assert path.read_text(encoding="utf-8") == "[not, an, object"
     assert ProjectTrust(None, answers=answers).is_trusted(yes)
     assert not ProjectTrust(None, answers=TrustAnswers(path)).is_trusted(yes)  # another process: not remembered
+
+
+def test_a_file_others_may_write_is_no_answer_and_is_not_written(tmp_path: Path) -> None:
+    yes, _ = folders(tmp_path)
+    path = tmp_path / "trust.json"
+    planted = json.dumps({"folders": {str(yes): {"trusted": True, "at": 0}}})
+    path.write_text(planted, encoding="utf-8")
+    path.chmod(0o644)  # as git checks a file out
+    answers = TrustAnswers(path)
+    assert answers.get(yes) is None and not ProjectTrust(None, answers=answers).is_trusted(yes)
+    with pytest.raises(ConfigError, match=r"may be read or changed by others \(mode 644\)"):
+        answers.remember(yes, trusted=False, at=0.0, by=None, via=None)
+    assert path.read_text(encoding="utf-8") == planted

@@ -5,9 +5,9 @@ whether a repository's own hook commands and MCP servers run on the person's mac
   question the task waits on. Only the person may: the model sees the question but has no way to answer, and the
   subagent's model is not even consulted before the answer.
 - The repository answers for itself: it ships files that look like remembered answers (in the project, where a
-  careless reader might look), or plants a symbolic link where the state directory keeps them, pointing at a file
-  it controls (believed, the link trusts the project; written through, the person's answer lands in the
-  repository's file).
+  careless reader might look, or where a state directory the person put inside the project keeps them), or plants
+  a symbolic link where the state directory keeps them, pointing at a file it controls (believed, the link trusts
+  the project; written through, the person's answer lands in the repository's file).
 - The subagent writes the answer: with the state directory inside the project and a mode that lets it edit, it
   rewrites the remembered answers so the next task runs the repository's hooks.
 """
@@ -110,6 +110,26 @@ async def test_a_repository_cannot_ship_or_plant_its_own_answer(tmp_path: Path, 
     assert question.startswith(f"Trust the folder {scene.work}?") and f"touch {scene.home}/hook-ran" in question
     assert not marker.exists()
     assert (scene.state / "trust.json").is_symlink() and planted.read_text(encoding="utf-8") == document
+
+
+async def test_a_state_directory_inside_the_repository_does_not_take_the_repositorys_answer(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
+    scene = make_scene(tmp_path, fake, sandbox="off")
+    scene.environ["MCP_SUBAGENTS_STATE_DIR"] = str(scene.work / ".mcp-subagents")  # the person chose this folder
+    marker = untrusted_repository(scene)
+    shipped = scene.work / ".mcp-subagents" / "trust.json"  # and the repository ships the file, as git writes it
+    shipped.parent.mkdir()
+    shipped.write_text(trusted_document(scene.work), encoding="utf-8")
+    shipped.chmod(0o644)
+    person = Person(True)
+    fake.push(turn(text("done")))
+    with anyio.fail_after(60):
+        async with Client(_stdio(scene.environ), mode="legacy", elicitation_callback=person) as client:  # pyright: ignore[reportArgumentType]
+            await client.call_tool("Task", TASK)
+    assert len(person.questions) == 1 and person.questions[0].startswith("Trust the folder ")
+    assert marker.exists()  # the person's own yes counts, for this server's life
+    assert shipped.read_text(encoding="utf-8") == trusted_document(scene.work)  # nothing merged into it
 
 
 @pytest.mark.parametrize("mode", MODES)
