@@ -35,7 +35,7 @@ _TRUST_NOUNS: dict[TrustItemKind, tuple[str, str]] = {
 }
 _TRUST_SECTIONS: dict[TrustItemKind, str] = {
     "hook": "Hook commands it would run:",
-    "mcp_server": "MCP servers it would start:",
+    "mcp_server": "MCP servers its agents could start:",
     "allow_rule": "Allow rules that would count (calls they match run without asking):",
     "directory": "Folders the file tools could use besides the project (permissions.additionalDirectories):",
     "mode": "Permission modes that would count:",
@@ -121,7 +121,7 @@ def _trust_headline(question: PermissionQuestion) -> str:
     parts = [f"{count} {_TRUST_NOUNS[kind][0 if count == 1 else 1]}" for kind, count in counts.items()]
     listed = ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else "".join(parts)
     agent = inert(question.agent, one_line=True)
-    return f"Trust the folder {folder}? Subagent '{agent}' would run with its {listed or 'settings'}"
+    return f"Trust the folder {folder}? Its files would give subagent '{agent}' {listed or 'its settings'}"
 
 
 def _trust_message(question: PermissionQuestion, *, task_id: str) -> str:

@@ -72,7 +72,7 @@ async def test_trusting_the_folder_runs_its_hook_and_rule_at_once_and_is_never_a
     [question] = host.questions  # one question for both tasks, and none about the command the rule allows
     headline = question.split("\n")[0]
     assert headline == (
-        f"Trust the folder {settings.cwd}? Subagent 'general-purpose' would run with its 1 hook command and 1 "
+        f"Trust the folder {settings.cwd}? Its files would give subagent 'general-purpose' 1 hook command and 1 "
         "allow rule"
     )
     assert f"- {command}   (SubagentStart, {settings.cwd}/.claude/settings.json)" in question

@@ -37,7 +37,7 @@ def test_the_first_line_names_the_folder_and_counts_what_it_adds() -> None:
         TrustItem("allow_rule", "Bash(npm test)", SETTINGS),
     )
     headline = (
-        "Trust the folder /src/app? Subagent 'reviewer' would run with its 2 hook commands, 1 MCP server and 1 allow "
+        "Trust the folder /src/app? Its files would give subagent 'reviewer' 2 hook commands, 1 MCP server and 1 allow "
         "rule"
     )
     assert question_headline(asked) == headline
@@ -57,7 +57,7 @@ def test_the_message_lists_every_item_whole_with_its_file_and_says_what_each_ans
     for line in (
         "Task t1.",
         "Hook commands it would run:\n- ./check.sh --strict   (PreToolUse, /src/app/.claude/settings.json)",
-        "MCP servers it would start:\n- npx -y @acme/server .   (acme, /src/app/.mcp.json)",
+        "MCP servers its agents could start:\n- npx -y @acme/server .   (acme, /src/app/.mcp.json)",
         "- Bash(npm test)   (/src/app/.claude/settings.json)",
         "- ../shared   (/src/app/.claude/settings.json)",
         "- acceptEdits   (permissions.defaultMode, /src/app/.claude/settings.json)",
