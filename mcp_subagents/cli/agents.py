@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config.claude_settings import ClaudeSettingsFiles
 from ..config.settings import Settings
-from ..config.trust import ProjectTrust, untrusted_agent_file
+from ..config.trust import project_trust, untrusted_agent_file
 from ..core.names import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
 from ..definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
 from ..definitions.trust import untrusted_project_warnings
@@ -23,7 +23,7 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
 
     settings_files = ClaudeSettingsFiles(settings_locations(settings))
     catalog = CatalogLoader(definition_sources(settings, settings_files)).load()
-    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    trust = project_trust(settings)
     project = settings.working_directory
     warnings = untrusted_project_warnings(trust, project, catalog.agents.values(), settings_files.load(project))
     available = {*BUILTIN_TOOL_NAMES, *PER_RUN_TOOL_NAMES}
@@ -46,7 +46,8 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
             for d in catalog.agents.values()
         ]
         errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
-        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings}, indent=2))
+        standing = {"project": str(project), "trusted": trust.is_trusted(project), "why": trust.standing(project)}
+        print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings, "trust": standing}, indent=2))
         return
     lines: list[str] = []  # a project's agent files chose these names and texts: printed inert
     for d in catalog.agents.values():
@@ -62,13 +63,14 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
         lines.append(f"\n{len(catalog.errors)} file(s) failed to load:")
         lines += [f"  {error.path}: {error.error}" for error in catalog.errors]
     lines += [f"warning: {warning}" for warning in warnings]
+    lines.append(f"trust: {trust.standing(project)}")
     for line in lines:
         print(inert(line))
 
 
 def validate_command(paths: Sequence[Path], settings: Settings) -> int:
 
-    trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+    trust = project_trust(settings)
     problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))
     for problem in problems:
         label = "" if problem.severity == "error" else "warning: "

@@ -74,6 +74,12 @@ class ClaudeSettings:
     """Lowest precedence first."""
     problems: tuple[SettingsProblem, ...] = ()
     merged: JsonObject = field(default_factory=lambda: {})
+    withheld: tuple[SettingsFile, ...] = ()
+    """For a project the person has not trusted (`untrusted`): each repository file's `permissions.allow` that was
+    left out, as a file holding only that list. Nothing grants from here: a denial names the rule that would have
+    allowed the call, and why it did not count."""
+    why_withheld: str = ""
+    """How to trust the project (`ProjectTrust.why_untrusted`), when something is withheld."""
 
     def at(self, level: Level) -> tuple[SettingsFile, ...]:
         return tuple(file for file in self.files if file.level == level)
@@ -161,6 +167,7 @@ class ClaudeSettings:
         `permissions.additionalDirectories` and a `defaultMode` that widens (acceptEdits, bypassPermissions). Each
         file that loses something gets a problem naming it, with `why` (how to trust the project)."""
         files: list[SettingsFile] = []
+        withheld: list[SettingsFile] = []
         problems = list(self.problems)
         for file in self.files:
             permissions = json_object(file.data.get("permissions"))
@@ -172,10 +179,16 @@ class ClaudeSettings:
                 continue
             kept = {key: value for key, value in permissions.items() if key not in granted}
             files.append(SettingsFile(file.level, file.path, {**file.data, "permissions": kept}))
+            if "allow" in permissions:
+                withheld.append(SettingsFile(file.level, file.path, {"permissions": {"allow": permissions["allow"]}}))
             listed = ", ".join(f"permissions.{key}" for key in granted)
             problems.append(SettingsProblem(str(file.path), f"{listed} ignored until the project is trusted: {why}"))
         return ClaudeSettings(
-            files=tuple(files), problems=tuple(problems), merged=merge_settings(file.data for file in files)
+            files=tuple(files),
+            problems=tuple(problems),
+            merged=merge_settings(file.data for file in files),
+            withheld=tuple(withheld),
+            why_withheld=why if withheld else "",
         )
 
 

@@ -22,7 +22,7 @@ from mcp.server import ServerRequestContext
 from ..core.errors import QuestionClosedError
 from ..permissions.asking import Choice, OpenQuestion
 from ..render import permission_message
-from ..render.questions import always_text
+from ..render.questions import allow_label, always_text
 from ..runtime.service import Subagents
 from ..tasks.record import TaskRecord
 from .caller import principal_of
@@ -30,17 +30,14 @@ from .caller import principal_of
 logger = logging.getLogger(__name__)
 
 VIA_FORM = "the host's permission form"
-_ALLOW: types.ElicitRequestedSchema = {
-    "type": "boolean",
-    "title": "Allow this call",
-    "description": "Check to let the subagent make this one call; leave unchecked to deny it.",
-    "default": False,
-}
 
 
 def permission_schema(question: OpenQuestion) -> types.ElicitRequestedSchema:
     """`allow`, and `always` when an allow rule can spare the question from now on."""
-    properties: dict[str, Any] = {"allow": _ALLOW}
+    title, description = allow_label(question.question)
+    properties: dict[str, Any] = {
+        "allow": {"type": "boolean", "title": title, "description": description, "default": False}
+    }
     always = always_text(question.question)
     if always is not None:
         properties["always"] = {

@@ -16,6 +16,9 @@ import anyio
 from ..core.json_values import JsonObject
 
 AnswerKind: TypeAlias = Literal["allowed", "declined", "unanswered"]
+QuestionKind: TypeAlias = Literal["call", "trust"]
+"""What a question is about: one tool call, or whether to trust the project folder a task is about to run in (its
+own hooks, MCP servers and allow rules: allow trusts it, deny does not, and either answer is remembered)."""
 Choice: TypeAlias = Literal["allow", "always", "deny"]
 """What the person answers: this call only, calls like it from now on, or no."""
 CHOICES: tuple[Choice, ...] = ("allow", "always", "deny")
@@ -38,6 +41,9 @@ class PermissionQuestion:
     """The project folder of the run: where an "always allow" answer writes its rule."""
     call_id: str = ""
     """The tool call it is about: a task resumed after a restart tells the model this call waited and never ran."""
+    kind: QuestionKind = "call"
+    """"trust": the question about trusting `project` before the task starts (`arguments` lists what the folder's
+    own files would add); `tool` then names no tool."""
 
     def summary(self, limit: int = 300) -> str:
         text = json.dumps(self.arguments, ensure_ascii=False)

@@ -9,6 +9,8 @@ own engine (`bash_policy`); this module decides the file and web tools.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..core.json_values import JsonObject
 from .agent_map import agent_map_verdict
 from .bash_policy import bash_verdict
@@ -35,6 +37,31 @@ def decide(policy: PermissionPolicy, tool: str, arguments: JsonObject) -> Verdic
 
     Never raises. "ask" is returned as is: a caller that cannot ask (a background task) denies instead.
     """
+    verdict = _decide(policy, tool, arguments)
+    if verdict.decision == "allow" or not policy.rules.withheld_allow:
+        return verdict
+    return _naming_withheld(policy, tool, arguments, verdict)
+
+
+def _naming_withheld(policy: PermissionPolicy, tool: str, arguments: JsonObject, verdict: Verdict) -> Verdict:
+    """`verdict` (ask or deny) as it is, but saying so when an allow rule of the untrusted project's own files would
+    have allowed the call: the person wrote that rule and needs to learn why it did not count. Only the reason
+    changes; the withheld rules never decide."""
+    rules = policy.rules
+    counted = replace(rules, allow=(*rules.allow, *rules.withheld_allow), withheld_allow=())
+    would = _decide(replace(policy, rules=counted), tool, arguments)
+    if would.decision != "allow":
+        return verdict
+    named = list(dict.fromkeys(r.where("allow") for r in rules.withheld_allow if r.where("allow") in would.reason))
+    if named:
+        which = f"{' and '.join(named)} would allow this call but {'does' if len(named) == 1 else 'do'} not count"
+    else:
+        files = ", ".join(dict.fromkeys(rule.source for rule in rules.withheld_allow))
+        which = f"The allow rules of {files} would allow this call but do not count"
+    return replace(verdict, reason=f"{verdict.reason} {which}, because {rules.why_withheld}.")
+
+
+def _decide(policy: PermissionPolicy, tool: str, arguments: JsonObject) -> Verdict:
     mode = policy.active_mode
     if tool == "Bash":
         verdict = bash_verdict(policy, mode, arguments)

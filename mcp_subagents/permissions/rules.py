@@ -175,6 +175,11 @@ class PermissionRules:
     """`permissions.denyInsteadOfPrompting: true`: a call that would ask is denied."""
     managed_only: bool = False
     """`allowManagedPermissionRulesOnly`: only the managed policy's rules count, so no answer can add one."""
+    withheld_allow: tuple[PermissionRule, ...] = ()
+    """Allow rules of an untrusted project's own settings files. They allow nothing: `decide` only names the one that
+    would have allowed a call it asks about or denies, with `why_withheld`."""
+    why_withheld: str = ""
+    """Why those rules do not count, and how to trust the project."""
 
     @classmethod
     def of(
@@ -210,6 +215,7 @@ def rules_from_settings(settings: ClaudeSettings) -> PermissionRules:
         for name in RULE_LISTS:
             lists[name] += found[name]
         errors += problems
+    withheld = [] if settings.managed_rules_only else [rules_in_file(file)[0]["allow"] for file in settings.withheld]
     return PermissionRules(
         allow=tuple(lists["allow"]),
         ask=tuple(lists["ask"]),
@@ -218,6 +224,8 @@ def rules_from_settings(settings: ClaudeSettings) -> PermissionRules:
         bypass_disabled=settings.bypass_disabled,
         deny_instead_of_prompting=settings.deny_instead_of_prompting,
         managed_only=settings.managed_rules_only,
+        withheld_allow=tuple(rule for rules in withheld for rule in rules),
+        why_withheld=settings.why_withheld,
     )
 
 

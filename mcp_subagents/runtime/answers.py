@@ -1,7 +1,8 @@
 """Answering a subagent's permission question, from wherever the person is: the host's form, the App view, the
 dashboard, `mcp-subagents tasks answer`, the terminal of `mcp-subagents run`. The first answer settles the question;
 each records who gave it and where. "Always allow" also adds the question's rule: at once for this server's runs in
-the project, and to the project's `.claude/settings.local.json` for later sessions."""
+the project, and to the project's `.claude/settings.local.json` for later sessions. For the question whether to trust
+a folder (`trust_dialog`), whose answer is remembered anyway, "always" is "allow"."""
 
 from __future__ import annotations
 
@@ -47,7 +48,9 @@ class QuestionAnswers:
         if entry is None:
             raise QuestionClosedError(_closed(record))
         note = None
-        if choice == "always":
+        if choice == "always" and entry.question.kind == "trust":
+            choice = "allow"  # trusting a folder is remembered already: "always" adds nothing to it
+        elif choice == "always":
             note = await self._always(entry)
         answer = declined(by=by, via=via) if choice == "deny" else allowed(by=by, via=via, always=choice == "always")
         if self._tasks.answer(record, question_id, answer) is None:  # answered elsewhere while the file was written

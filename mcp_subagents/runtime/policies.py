@@ -53,11 +53,16 @@ class RunPolicies:
         loaded = self._files.load(project)
         if self._trust.is_trusted(project):
             return loaded
+        why = self._trust.why_untrusted(project)
         kept = self._untrusted
-        if kept is None or kept[0] is not loaded:
-            kept = (loaded, loaded.untrusted(self._trust.why_untrusted(project)))
+        if kept is None or kept[0] is not loaded or kept[1].why_withheld not in ("", why):
+            kept = (loaded, loaded.untrusted(why))
             self._untrusted = kept
         return kept[1]
+
+    def project_settings(self, project: Path) -> ClaudeSettings:
+        """The settings files of `project` as they are, trusted or not (for the trust question's list)."""
+        return self._files.load(project)
 
     def additional_directories(self, claude_settings: ClaudeSettings, project: Path) -> list[Path]:
         """`permissions.additionalDirectories`: folders file tools may use besides the working directory."""
@@ -139,6 +144,8 @@ class RunPolicies:
     def _protected(self, place: RunPlace, hook_files: tuple[Path, ...]) -> ProtectedPaths:
         worktree = place.inside_worktree
         files = (*self._files.locations.paths(place.project), place.project / ".mcp.json", *hook_files)
+        if self._trust.answers is not None:  # a subagent that wrote it could trust a project in the person's place
+            files = (*files, self._trust.answers.path)
         return ProtectedPaths(
             files=tuple(os.path.abspath(path) for path in files),
             # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.

@@ -45,6 +45,7 @@ from .host import RunHost
 from .policies import KEPT
 from .request import TaskRequest
 from .toolsets import run_toolset, select_tools
+from .trust_dialog import TrustDialog
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +66,7 @@ class RunAssembly:
         self._host = host
         self._plugin_runs: dict[int, tuple[AgentDefinition, AgentDefinition]] = {}
         """Plugin agents' definitions (by identity) and the ones their tasks run (`_as_it_runs`)."""
+        self._trust = TrustDialog(host)
 
     def launch(
         self,
@@ -157,6 +159,8 @@ class RunAssembly:
         await host.sandbox_ready()  # what runs next takes its environment from the sandbox settings
         project = self._working_directory(launched.roots)
         place = launched.place or RunPlace(project=project, cwd=project)
+        # Before anything the folder brings is loaded: trusting it now gives this very run its hooks and servers.
+        await self._trust.settle(record, definition, place.project, agent=self._asking_name(definition, record))
         settings = host.settings
         extras = agent_extras(
             definition, cwd=place.project, claude_dir=settings.claude_dir, plugin_dirs=settings.plugin_dirs

@@ -18,7 +18,7 @@ from anyio.abc import TaskGroup
 
 from ..config.claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..config.settings import Settings
-from ..config.trust import ProjectTrust
+from ..config.trust import project_trust
 from ..core.environment import scrubbed_environment, secret_values
 from ..core.errors import ConfigError, UnknownAgentError
 from ..core.principals import LOCAL_PRINCIPAL
@@ -115,7 +115,7 @@ class Subagents:
                 "none. %s.",
                 MODEL_HINT,
             )
-        self.trust = ProjectTrust(settings.claude_config_file, settings.trust_projects)
+        self.trust = project_trust(settings)
         self._background: TaskGroup | None = None
         self._warming = False
         self.model_ready = anyio.Event()

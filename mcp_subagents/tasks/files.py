@@ -262,6 +262,7 @@ def _waiting_question(entry: dict[str, Any]) -> WaitingQuestion | None:
             reason=str(entry.get("reason") or ""),
             suggestion=suggestion if isinstance(suggestion, str) else None,
             project=project if isinstance(project, str) else None,
+            kind="trust" if entry.get("kind") == "trust" else "call",
         ),
     )
 

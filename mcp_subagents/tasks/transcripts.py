@@ -143,6 +143,7 @@ class TranscriptWriter:
                 "suggestion": question.suggestion,
                 "project": question.project,
                 "call_id": question.call_id,
+                "kind": question.kind,
             }
         )
 
