@@ -16,7 +16,7 @@ from ..models.pricing import format_usd
 from ..permissions.asking import OpenQuestion
 from ..render import failure_message
 from ..render.inert import inert_values
-from ..render.questions import always_text, permission_message, question_headline
+from ..render.questions import always_text, button_labels, permission_message, question_headline
 from ..render.status import end_notice_text
 from ..runtime.service import Subagents
 from ..tasks.record import TaskRecord
@@ -100,6 +100,7 @@ def question_entry(entry: OpenQuestion) -> dict[str, Any]:
         "details": details,
         "rule": question.suggestion if always is not None else None,
         "always": always,
+        "labels": button_labels(question),
         "asked_at": entry.asked_at,
     }
 

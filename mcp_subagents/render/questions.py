@@ -77,6 +77,13 @@ def allow_label(question: PermissionQuestion) -> tuple[str, str]:
     return "Allow this call", "Check to let the subagent make this one call; leave unchecked to deny it."
 
 
+def button_labels(question: PermissionQuestion) -> dict[str, str]:
+    """What the App view's and the dashboard's buttons say for each answer they offer."""
+    if question.kind == "trust":
+        return {"allow": "Trust this folder", "deny": "Do not trust it"}
+    return {"allow": "Allow once", "always": "Always allow", "deny": "Deny"}
+
+
 def permission_message(question: PermissionQuestion, *, task_id: str) -> str:
     if question.kind == "trust":
         return _trust_message(question, task_id=task_id)

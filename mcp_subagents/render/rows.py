@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..tasks.files import TaskSnapshot, WaitingQuestion
-from .questions import always_text, permission_message, question_headline
+from .questions import always_text, button_labels, permission_message, question_headline
 
 
 def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
@@ -47,4 +47,5 @@ def waiting_row(waiting: WaitingQuestion) -> dict[str, Any]:
         "headline": question_headline(question),
         "message": permission_message(question, task_id=waiting.task_id),
         "always": always_text(question),
+        "labels": button_labels(question),
     }

@@ -78,7 +78,8 @@ WAITING_NOTE = (
     "The task is blocked until the person answers; you cannot answer for them. They can answer in this host's "
     "permission form (each TaskOutput call about the task shows it where the host can), in the task's card of the "
     "MCP App view, on the dashboard, or with `mcp-subagents tasks answer TASK_ID --allow|--always|--deny`. A "
-    "question nobody answers within --ask-timeout is denied and the task goes on."
+    "question nobody answers within --ask-timeout is denied (a folder's trust is then withheld for this task) and "
+    "the task goes on."
 )
 
 

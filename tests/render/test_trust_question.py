@@ -17,7 +17,8 @@ from mcp_subagents.render.questions import (
     question_headline,
     waiting_text,
 )
-from mcp_subagents.tasks.files import read_task
+from mcp_subagents.render.rows import waiting_row
+from mcp_subagents.tasks.files import WaitingQuestion, read_task
 from mcp_subagents.tasks.transcripts import TranscriptHeader, TranscriptWriter
 
 SETTINGS = "/src/app/.claude/settings.json"
@@ -98,3 +99,14 @@ def test_another_process_reads_the_trust_question_back_from_the_transcript(tmp_p
     assert waiting is not None and waiting.question.kind == "trust" and waiting.question.tool == TRUST_TOOL
     assert trust_items(waiting.question) == trust_items(asked)
     assert question_headline(waiting.question) == question_headline(asked)
+
+
+def test_the_view_and_the_dashboard_label_the_trust_answers_as_trust_not_as_a_call() -> None:
+    trust = question(TrustItem("hook", "./check.sh", SETTINGS, "PreToolUse"))
+    call = PermissionQuestion(
+        agent="a", tool="Bash", arguments={"command": "make"}, reason="r", suggestion="Bash(make)"
+    )
+    trust_row = waiting_row(WaitingQuestion(id="q1", task_id="t", asked_at=0.0, question=trust))
+    call_row = waiting_row(WaitingQuestion(id="q2", task_id="t", asked_at=0.0, question=call))
+    assert trust_row["labels"] == {"allow": "Trust this folder", "deny": "Do not trust it"}
+    assert call_row["labels"] == {"allow": "Allow once", "always": "Always allow", "deny": "Deny"}

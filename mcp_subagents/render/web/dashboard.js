@@ -224,10 +224,11 @@
         for (const button of buttons) button.disabled = false;
       }
     };
-    buttons.push(el("button", { class: "allow", onclick: answer("allow") }, "Allow once"));
-    if (waiting.always) buttons.push(el("button", { class: "always", title: waiting.always, onclick: answer("always") },
-      "Always allow"));
-    buttons.push(el("button", { class: "deny", onclick: answer("deny") }, "Deny"));
+    const labels = waiting.labels;
+    buttons.push(el("button", { class: "allow", onclick: answer("allow") }, labels.allow));
+    if (waiting.always && labels.always) buttons.push(el("button", { class: "always", title: waiting.always,
+      onclick: answer("always") }, labels.always));
+    buttons.push(el("button", { class: "deny", onclick: answer("deny") }, labels.deny));
     box.replaceChildren(...parts, el("div", { class: "choices" }, ...buttons,
       waiting.always ? el("span", { class: "muted always-text" }, waiting.always) : null), status);
   }
