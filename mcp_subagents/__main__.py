@@ -1,3 +1,3 @@
-from .cli.commands import main
+from .cli.entry import main
 
 main()

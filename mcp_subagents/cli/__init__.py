@@ -3,6 +3,6 @@
 May use: every other folder.
 """
 
-from .commands import main
+from .entry import main
 
 __all__ = ["main"]

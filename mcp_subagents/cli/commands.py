@@ -17,6 +17,7 @@ from ..config.settings import (
 )
 from ..core.errors import ConfigError
 from ..render.inert import inert
+from ..serve.early_answers import EarlyStart
 from .arguments import ALL_OPTIONS, build_parser, with_command
 from .prescan import CatalogPrescan, start_prescan
 
@@ -27,15 +28,17 @@ up at every system call, and with other subagents keeping the event loop busy it
 it back each time: a Read of 2000 lines took 670 ms instead of 9 ms, and 23 ms with 1 ms (bench/search.py)."""
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None, *, early: EarlyStart | None = None) -> None:
+    """Run the command `argv` names (the process's own by default); `early`: what a stdio server read and answered
+    before this module loaded (`cli.entry`)."""
     try:
-        _main(argv)
+        _main(argv, early)
     except BrokenPipeError:  # `mcp-subagents agents list | head`: the reader left before we finished
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit-time flush cannot fail too
         raise SystemExit(1) from None
 
 
-def _main(argv: Sequence[str] | None) -> None:
+def _main(argv: Sequence[str] | None, early: EarlyStart | None) -> None:
     argv = with_command(sys.argv[1:] if argv is None else argv)
     namespace = build_parser(argv).parse_args(argv)
     settings = _settings(namespace)
@@ -49,7 +52,7 @@ def _main(argv: Sequence[str] | None) -> None:
         prescan = start_prescan(settings, argv)  # before the imports below, which it runs beside
     _log_to_stderr(settings, quiet=namespace.command == "run" and namespace.log_level is None)
     sys.setswitchinterval(THREAD_SWITCH_INTERVAL)
-    _run_command(namespace, settings, prescan)
+    _run_command(namespace, settings, prescan, early)
 
 
 def _settings(namespace: argparse.Namespace) -> Settings:
@@ -85,13 +88,15 @@ def _log_to_stderr(settings: Settings, *, quiet: bool) -> None:
         logging.getLogger().setLevel(logging.WARNING)  # a person reads the status line, not request logs
 
 
-def _run_command(namespace: argparse.Namespace, settings: Settings, prescan: CatalogPrescan | None) -> None:
+def _run_command(
+    namespace: argparse.Namespace, settings: Settings, prescan: CatalogPrescan | None, early: EarlyStart | None
+) -> None:
     """Each command's module loads when that command runs: `serve` never pays for the others."""
     match namespace.command:
         case "serve":
             from .serve import serve_command
 
-            serve_command(settings, prescan)
+            serve_command(settings, prescan, early)
         case "run":
             from .run import run_command
 

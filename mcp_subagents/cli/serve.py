@@ -20,13 +20,14 @@ from ..core.processes import harden_server_process, kill_descendants
 from ..mcp.notifications import watch_catalog
 from ..mcp.server import build_server
 from ..runtime.service import Subagents
+from ..serve.early_answers import EarlyStart
 from ..serve.transports import open_listener, serve
 
 if TYPE_CHECKING:
     from .prescan import CatalogPrescan
 
 
-def serve_command(settings: Settings, prescan: CatalogPrescan | None = None) -> None:
+def serve_command(settings: Settings, prescan: CatalogPrescan | None = None, early: EarlyStart | None = None) -> None:
 
     terminal = settings.transport == "stdio" and sys.stdin.isatty()
 
@@ -50,7 +51,7 @@ def serve_command(settings: Settings, prescan: CatalogPrescan | None = None) -> 
                 from .dashboard import serve_dashboard
 
                 group.start_soon(serve_dashboard, app, settings.dashboard_port)
-            await serve(server, settings, listener)
+            await serve(server, settings, listener, early)
             group.cancel_scope.cancel()
 
     harden_server_process()

@@ -16,6 +16,8 @@ DIRECTORY_MODE = 0o700
 FILE_MODE = 0o600
 TASK_FILE_SUFFIXES = (".jsonl", ".output")
 TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+EARLY_ANSWERS_FILE = "early-answers.json"
+"""The answers a stdio server gives before it has loaded (`serve.early_answers`), in the state directory."""
 """What a task id looks like: it names the task's files here, so nothing else is taken for one."""
 
 

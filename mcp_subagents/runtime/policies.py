@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..config.claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..config.settings import Settings
 from ..config.trust import ProjectTrust
+from ..core.state import EARLY_ANSWERS_FILE
 from ..definitions import AgentDefinition
 from ..definitions.trust import untrusted_source
 from ..permissions import MODES, PermissionPolicy, effective_mode, normalize_mode, rules_from_settings
@@ -146,6 +147,8 @@ class RunPolicies:
         files = (*self._files.locations.paths(place.project), place.project / ".mcp.json", *hook_files)
         if self._trust.answers is not None:  # a subagent that wrote it could trust a project in the person's place
             files = (*files, self._trust.answers.path)
+        # ...or put words of its own in the tool list the host's model reads at the next start
+        files = (*files, self._settings.state_dir / EARLY_ANSWERS_FILE)
         return ProtectedPaths(
             files=tuple(os.path.abspath(path) for path in files),
             # A folder holding the whole project (`--agents-dir .`) cannot be kept from every write.

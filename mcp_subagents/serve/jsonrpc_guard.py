@@ -207,6 +207,10 @@ class GuardedLines:
         self._buffer = bytearray()
         self.answer: Callable[[SessionMessage], Awaitable[None]] | None = None
 
+    def read_first(self, data: bytes) -> None:
+        """Lines to read before anything more from the descriptor."""
+        self._buffer[:0] = data
+
     def restore(self) -> None:
         """The descriptor's file may be shared (a terminal with the shell): leave it blocking as it was."""
         with contextlib.suppress(OSError):

@@ -26,6 +26,8 @@ from typing import Any
 
 import anyio
 
+from .early_answers import ACKNOWLEDGED
+from .early_check import EarlyCheck
 from .jsonrpc_guard import wire_json
 
 logger = logging.getLogger(__name__)
@@ -100,10 +102,11 @@ def _stderr_or_null() -> int:
 
 
 @asynccontextmanager
-async def stdio_server() -> AsyncGenerator[tuple[Any, Any]]:
+async def stdio_server(check: EarlyCheck | None = None) -> AsyncGenerator[tuple[Any, Any]]:
     """Streams of messages like the SDK's `stdio_server()`, with every malformed request that carries an id
     answered (`jsonrpc_guard`), stdin read on the event loop, and, when both are pipes or sockets, stdout written on
-    it too, from a queue (`_wire_streams`); for a terminal or a file the SDK writes, through its worker thread."""
+    it too, from a queue (`_wire_streams`); for a terminal or a file the SDK writes, through its worker thread.
+    `check` (after early answers: `early_answers`) puts its lines first and sees every line and answer."""
     from .jsonrpc_guard import GuardedLines, guarded_stdio
 
     with ExitStack() as stack:
@@ -117,14 +120,18 @@ async def stdio_server() -> AsyncGenerator[tuple[Any, Any]]:
         private_in, writer = claimed
         lines = GuardedLines(private_in)
         stack.callback(lines.restore)
+        if check is not None:
+            lines.read_first("".join(check.first_lines()).encode())
         logger.debug("stdio: read and written on the event loop")
-        async with _wire_streams(lines, writer) as (read_stream, write_stream):
+        async with _wire_streams(lines, writer, check) as (read_stream, write_stream):
             lines.answer = write_stream.send
             yield read_stream, write_stream
 
 
 @asynccontextmanager
-async def _wire_streams(lines: AsyncIterable[str], writer: LineWriter) -> AsyncGenerator[tuple[Any, Any]]:
+async def _wire_streams(
+    lines: AsyncIterable[str], writer: LineWriter, check: EarlyCheck | None = None
+) -> AsyncGenerator[tuple[Any, Any]]:
     """The streams of messages the SDK's server runs on, made as its `stdio_server()` makes them, except on the
     way out: a message waits in a queue instead of for the writer, and whatever is queued when the writer comes
     round goes out in one write. A Task sends a few notifications per model round trip; handing each over and
@@ -138,6 +145,8 @@ async def _wire_streams(lines: AsyncIterable[str], writer: LineWriter) -> AsyncG
     async def read_messages() -> None:
         async with read_send:
             async for line in lines:
+                if check is not None:
+                    check.seen(line)
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                 except Exception as exc:  # the SDK's server answers what it cannot parse
@@ -148,18 +157,33 @@ async def _wire_streams(lines: AsyncIterable[str], writer: LineWriter) -> AsyncG
     async def write_messages() -> None:
         async with write_receive:
             async for message in write_receive:
-                batch = [_wire_line(message)]
+                batch = [message]
                 while True:
                     try:
-                        batch.append(_wire_line(write_receive.receive_nowait()))
+                        batch.append(write_receive.receive_nowait())
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
-                await writer.write("".join(batch))
+                if check is not None:
+                    batch = [kept for kept in batch if not await _early_replay(check, kept)]
+                if batch:
+                    await writer.write("".join(_wire_line(kept) for kept in batch))
 
     async with anyio.create_task_group() as group:
         group.start_soon(read_messages)
         group.start_soon(write_messages)
         yield read_stream, write_stream
+
+
+async def _early_replay(check: EarlyCheck, message: Any) -> bool:
+    """Show `check` an answer; True when it answers the server's own replay and is not for the host."""
+    import mcp_types as types
+
+    sent = message.message
+    if isinstance(sent, types.JSONRPCNotification) and sent.method == ACKNOWLEDGED:
+        return await check.acknowledged(sent.params)
+    if not isinstance(sent, types.JSONRPCResponse):
+        return False
+    return await check.answered(sent.id, sent.result)
 
 
 def _wire_line(message: Any) -> str:

@@ -24,6 +24,8 @@ from ..core.errors import ConfigError
 from ..mcp.server import SubagentsServer
 from .asgi import serve_until_cancelled
 from .auth import StaticTokenVerifier, TokenVerifiers, env_token
+from .early_answers import EarlyStart
+from .early_check import EarlyCheck
 from .http_security import WILDCARD_ADDRESSES, HttpGuard, check_exposure, is_loopback, transport_security
 
 logger = logging.getLogger(__name__)
@@ -154,14 +156,18 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve(server: SubagentsServer, settings: Settings, listener: HttpListener | None = None) -> None:
+async def serve(
+    server: SubagentsServer, settings: Settings, listener: HttpListener | None = None, early: EarlyStart | None = None
+) -> None:
     """Serve until the transport ends. Malformed JSON-RPC messages that carry an id are answered on every transport
-    (`jsonrpc_guard`); stdio reads stdin (and writes stdout) on the event loop (`stdio_streams`)."""
+    (`jsonrpc_guard`); stdio reads stdin (and writes stdout) on the event loop (`stdio_streams`), after what was
+    read before the server loaded (`early`: `early_answers`)."""
     from .jsonrpc_guard import JsonRpcGuard
     from .stdio_streams import stdio_server
 
     if settings.transport == "stdio":
-        async with stdio_server() as (read_stream, write_stream):
+        check = EarlyCheck(early, server.notifier.notify) if early is not None else None
+        async with stdio_server(check) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
         return
     listener = listener or open_listener(settings)
