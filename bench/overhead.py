@@ -109,10 +109,17 @@ class ColdStart:
     bare_ms: float
     eager_imports: tuple[str, ...]
     """Provider SDKs found imported by a server that has answered tools/list but run no Task."""
+    modern_ours_ms: float
+    """A 2026-era host (`server/discover`, then `tools/list`), with the answers the last start kept."""
+    modern_bare_ms: float
 
     @property
     def ratio(self) -> float:
         return self.ours_ms / self.bare_ms
+
+    @property
+    def modern_ratio(self) -> float:
+        return self.modern_ours_ms / self.modern_bare_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +316,15 @@ INITIALIZE = _request(
 )
 INITIALIZED: Json = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 LIST_TOOLS = _request(2, "tools/list")
+MODERN_META: Json = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+MODERN_OPENING = [
+    _request(1, "server/discover", {"_meta": MODERN_META}),
+    _request(2, "tools/list", {"_meta": MODERN_META}),
+]
 
 
 def server_environment(tmp: Path) -> dict[str, str]:
@@ -343,7 +359,7 @@ async def _collect(stream: ByteReceiveStream, into: bytearray) -> None:
         into += chunk
 
 
-async def time_to_tools_list(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+async def time_to_tools_list(command: list[str], env: dict[str, str], *, modern: bool = False) -> tuple[float, str]:
     """Spawn a stdio server; seconds from spawn to the tools/list answer, and what it wrote to stderr until then
     (the server goes on to import the provider SDK in the background once it has answered)."""
     stderr = bytearray()
@@ -356,7 +372,8 @@ async def time_to_tools_list(command: list[str], env: dict[str, str]) -> tuple[f
         async with anyio.create_task_group() as group:
             group.start_soon(_collect, process.stderr, stderr)
             with anyio.fail_after(60):
-                await _list_tools(process.stdin, BufferedByteReceiveStream(process.stdout))
+                reader = BufferedByteReceiveStream(process.stdout)
+                await (_list_tools_modern if modern else _list_tools)(process.stdin, reader)
             answered = time.perf_counter()
             before_answer = len(stderr)
             await process.stdin.aclose()  # a stdio server exits at end of input
@@ -378,6 +395,15 @@ async def _list_tools(stdin: ByteSendStream, stdout: BufferedByteReceiveStream) 
     await _send(stdin, INITIALIZE)
     await _response(stdout, 1)
     await _send(stdin, INITIALIZED, LIST_TOOLS)
+    await _response(stdout, 2)
+
+
+async def _list_tools_modern(stdin: ByteSendStream, stdout: BufferedByteReceiveStream) -> None:
+    """As Claude Code opens a 2026-era session: discover, then list the tools."""
+    discover, list_tools = MODERN_OPENING
+    await _send(stdin, discover)
+    await _response(stdout, 1)
+    await _send(stdin, list_tools)
     await _response(stdout, 2)
 
 
@@ -407,10 +433,18 @@ async def measure_cold_start(counts: Counts, tmp: Path) -> ColdStart:
         # Alternate, so drift in the machine's load hits both sides alike.
         ours_s.append((await time_to_tools_list(ours, env))[0])
         bare_s.append((await time_to_tools_list(bare, env))[0])
+    await time_to_tools_list(ours, env, modern=True)  # untimed: the start that keeps its answers for the next
+    modern_ours: list[float] = []
+    modern_bare: list[float] = []
+    for _ in range(counts.spawns):
+        modern_ours.append((await time_to_tools_list(ours, env, modern=True))[0])
+        modern_bare.append((await time_to_tools_list(bare, env, modern=True))[0])
     return ColdStart(
         ours_ms=_ms(statistics.median(ours_s)),
         bare_ms=_ms(statistics.median(bare_s)),
         eager_imports=tuple(sdk for sdk in ("anthropic", "openai") if sdk in modules),
+        modern_ours_ms=_ms(statistics.median(modern_ours)),
+        modern_bare_ms=_ms(statistics.median(modern_bare)),
     )
 
 
@@ -495,6 +529,12 @@ def report(counts: Counts, trips: RoundTrips, concurrency: Concurrency, cold: Co
                 "ratio",
                 f"{cold.ratio:.2f}",
                 f"(ours {cold.ours_ms:.0f} ms, bare {cold.bare_ms:.0f} ms; median of {counts.spawns} each)",
+            ),
+            _row(
+                "2026-era host: cold start to tools/list / bare",
+                "ratio",
+                f"{cold.modern_ratio:.2f}",
+                f"(ours {cold.modern_ours_ms:.0f} ms with the last start's answers, bare {cold.modern_bare_ms:.0f} ms)",
             ),
             _row("provider SDKs imported before tools/list answers", "", eager),
             _row(
