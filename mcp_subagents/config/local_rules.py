@@ -4,12 +4,11 @@ person's own file beside the project's, which the settings hierarchy reads at th
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, cast
 
 from ..core.errors import ConfigError
+from .json_file import replace_json
 
 LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 
@@ -60,15 +59,6 @@ def _read(path: Path) -> dict[str, Any]:
 def _write(path: Path, data: dict[str, Any]) -> None:
     """Replace the file in one step: a reader never sees half of it."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=".settings.local.", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                json.dump(data, file, indent=2, ensure_ascii=False)
-                file.write("\n")
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        replace_json(path, data)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be written ({exc.strerror}), so the rule was not added") from None

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from ..core.errors import ConfigError
+from .json_file import replace_json
 
 TRUST_ANSWERS_FILE = "trust.json"
 """The file's name inside the state directory."""
@@ -197,15 +197,6 @@ def _read(path: Path, *, strict: bool = False) -> dict[str, Any]:
 def _write(path: Path, data: dict[str, Any]) -> None:
     """Replace the file in one step, private to its owner."""
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=".trust.", suffix=".json", dir=path.parent)
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-                json.dump(data, file, indent=2, ensure_ascii=False)
-                file.write("\n")
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        replace_json(path, data, folder_mode=0o700)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be written ({exc.strerror}), so the answer was not remembered") from None
