@@ -27,8 +27,9 @@ import tempfile
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import Process
@@ -47,6 +48,8 @@ RUN_TIMEOUT_S = 240
 STILL_CONNECTING = "MCP servers are still connecting"
 """Claude Code's note, in the first request, on servers whose tools it did not wait for."""
 CONNECTED = re.compile(r'MCP server "subagents": Successfully connected \(transport: stdio\) in (\d+)ms')
+STARTING = re.compile(r'^(\S+) \[DEBUG\] MCP server "subagents": Starting connection', re.MULTILINE)
+FIRST_REQUEST = re.compile(r"^(\S+) \[DEBUG\] \[API REQUEST\] /v1/messages", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +73,36 @@ SMOKE = Plan(listing_runs=1, busy_loops=(0,), pairs=1, relay_runs=1)
 
 def task_listing(body: Json) -> str:
     """How a request of Claude Code's main conversation offers our Task: `listed` (in `tools`, callable),
-    `deferred` (named for ToolSearch only), `connecting` (Claude Code did not wait for our server: its note says
-    it is still connecting), or `absent`."""
+    `deferred` (named for ToolSearch only), `connecting` (Claude Code did not wait for our server: its note names
+    it among the servers still connecting), or `absent`."""
     for tool in body.get("tools", []):
         if tool.get("name") == OUR_TASK:
             return "deferred" if tool.get("defer_loading") else "listed"
-    words = json.dumps([body.get("system"), body.get("messages")])
-    note = words.find(STILL_CONNECTING)
-    if note >= 0 and "subagents" in words[note : note + 400]:
+    words = "\n".join(_texts(body.get("system"))) + "\n" + "\n".join(_texts(body.get("messages")))
+    if "subagents" in still_connecting(words):
         return "connecting"
-    return "deferred" if OUR_TASK in words else "absent"
+    return "deferred" if re.search(rf"\b{OUR_TASK}\b", words) else "absent"
+
+
+def still_connecting(words: str) -> list[str]:
+    """The servers Claude Code's note lists as still connecting: the lines after the note, to the first blank."""
+    note = words.find(STILL_CONNECTING)
+    if note < 0:
+        return []
+    listed = words[words.index(":", note) + 1 :].lstrip("\n").split("\n\n", 1)[0]
+    return [line.strip() for line in listed.splitlines() if line.strip()]
+
+
+def _texts(part: Any) -> list[str]:
+    """Every text block (or string) in a system prompt, a message list or a message's content."""
+    if isinstance(part, str):
+        return [part]
+    if isinstance(part, list):
+        return [text for item in cast(list[Any], part) for text in _texts(item)]
+    if isinstance(part, dict):
+        item = cast(Json, part)
+        return _texts(item.get("text")) + _texts(item.get("content"))
+    return []
 
 
 def first_main_request(requests: Sequence[Json]) -> Json | None:
@@ -111,13 +134,25 @@ class Run:
     result: str
     requests: list[Json]
     connect_ms: float | None
-    """Spawn to connected, as Claude Code's debug log says (None: our server was not configured)."""
+    """Spawn to connected, as Claude Code's debug log says (None: not connected before Claude Code was done)."""
+    request_after_ms: float | None
+    """From our server's spawn to Claude Code's first model request, by the debug log's timestamps."""
     load: str
 
     @property
     def listing(self) -> str:
         body = first_main_request(self.requests)
         return "no request" if body is None else task_listing(body)
+
+
+def debug_log_figures(log: str) -> tuple[float | None, float | None]:
+    """From Claude Code's debug log: our server's spawn to connected, and to Claude Code's first model request."""
+    connected, starting, request = CONNECTED.search(log), STARTING.search(log), FIRST_REQUEST.search(log)
+    request_after_ms = None
+    if starting and request:
+        elapsed = datetime.fromisoformat(request.group(1)) - datetime.fromisoformat(starting.group(1))
+        request_after_ms = elapsed.total_seconds() * 1000
+    return (float(connected.group(1)) if connected else None), request_after_ms
 
 
 def machine_load() -> str:
@@ -202,13 +237,14 @@ class Host:
         figures: Json = json.loads(measured.read_text(encoding="utf-8"))
         if figures["returncode"] != 0:
             raise SystemExit(f"claude -p failed ({figures}):\n{output.read_text(encoding='utf-8')[-3000:]}")
-        connected = CONNECTED.search(debug.read_text(encoding="utf-8")) if debug.exists() else None
+        connect_ms, request_after_ms = debug_log_figures(debug.read_text(encoding="utf-8") if debug.exists() else "")
         return Run(
             wall_s=figures["wall_s"],
             cpu_s=figures["cpu_s"],
             result=str(json.loads(output.read_text(encoding="utf-8")).get("result", "")),
             requests=self.take_requests(),
-            connect_ms=float(connected.group(1)) if connected else None,
+            connect_ms=connect_ms,
+            request_after_ms=request_after_ms,
             load=machine_load(),
         )
 
@@ -303,8 +339,9 @@ async def first_request_figure(host: Host, plan: Plan) -> dict[int, list[float]]
             searched = tool_calls(run.requests).count("ToolSearch")
             outcome = "then the Task ran" if run.result == MAIN_DONE else "the Task never ran"
             connected = "never connected" if run.connect_ms is None else f"connected in {run.connect_ms:.0f} ms"
-            print(f"    {kind:5} {run.listing:10} ToolSearch x{searched}, {outcome}; {connected}; whole run ", end="")
-            print(f"{run.wall_s:.1f} s; {run.load}")
+            sent = "" if run.request_after_ms is None else f", first request after {run.request_after_ms:.0f} ms"
+            print(f"    {kind:5} {run.listing:10} ToolSearch x{searched}, {outcome}; {connected}{sent}; ", end="")
+            print(f"whole run {run.wall_s:.1f} s; {run.load}")
         if load.restarted:
             print(f"  ({load.restarted} busy loops ended by something else were started again between runs)")
         connect[loops] = [run.connect_ms for _, run in outcomes if run.connect_ms is not None]
