@@ -41,14 +41,18 @@ class BenchError(Exception):
 
 
 @asynccontextmanager
-async def fake_api(script: str, latency_s: float, *, answer_bytes: int = 0, light: bool = False) -> AsyncGenerator[str]:
+async def fake_api(
+    script: str, latency_s: float, *, answer_bytes: int = 0, light: bool = False, log: Path | None = None
+) -> AsyncGenerator[str]:
     """The fake Messages API in a child process, answering every request by `script` (see fake_api.py) after
     `latency_s`; yields its base URL. It stops when this block ends. `light`: the minimal server of light_api.py
-    (`todo:N` scripts only), which leaves the cores to the server under test."""
+    (`todo:N` scripts only), which leaves the cores to the server under test. `log`: a file the fake appends each
+    request's body to, one JSON line each."""
     if light:
         command = [sys.executable, str(LIGHT_API), script.removeprefix("todo:"), str(latency_s)]
     else:
         command = [sys.executable, str(FAKE_API), script, str(latency_s), str(answer_bytes)]
+        command += [] if log is None else ["--log", str(log)]
     async with await anyio.open_process(command, stderr=None) as process:
         assert process.stdout is not None and process.stdin is not None
         with anyio.fail_after(30):
