@@ -11,12 +11,13 @@ prints its base URL on one line, serves until its stdin closes. Every request is
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakes.fake_llm import FakeLLM, Step, Turn, text, tool_use, turn
+from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 
 TODOS = {"todos": [{"content": "Measure the server", "status": "in_progress", "activeForm": "Measuring the server"}]}
 
@@ -27,7 +28,7 @@ def _prompt(body: dict[str, Any]) -> str:
     return content if isinstance(content, str) else content[-1]["text"]
 
 
-def script(name: str, answer_bytes: int) -> Step:
+def script(name: str, answer_bytes: int) -> Callable[[dict[str, Any]], Turn]:
     def answer(body: dict[str, Any]) -> Turn:
         words = f"finished {_prompt(body)}"
         return turn(text(words + "." * max(0, answer_bytes - len(words))))
@@ -56,7 +57,14 @@ def script(name: str, answer_bytes: int) -> Step:
 def main(name: str, latency_s: float, answer_bytes: int = 0) -> None:
     with FakeLLM() as fake:
         fake.latency = latency_s
-        fake.default = script(name, answer_bytes)
+        answer = script(name, answer_bytes)
+
+        def forgetting(body: dict[str, Any]) -> Turn:
+            """The tests' fake keeps every request for its assertions: here thousands of long ones would fill memory."""
+            fake.requests.clear()
+            return answer(body)
+
+        fake.default = forgetting
         print(fake.url, flush=True)
         sys.stdin.read()
 
