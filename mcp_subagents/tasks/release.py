@@ -2,11 +2,11 @@
 
 A task's big strings (a file it read, the request that carried it, its transcript line) come from the C allocator,
 which keeps what is freed for later use. With several tasks at once that free memory lies scattered between blocks
-still in use, so the server's RSS rose by kilobytes for each finished task although Python held nothing of it
-(bench/memory.py: 4-5 KiB a task over a fresh server's first thousand, all of it free memory in glibc's arenas).
-glibc's `malloc_trim` gives those free pages back: a fraction of a millisecond for the whole heap. It runs when the
-last running task has finished, and every `RELEASE_EVERY` finished tasks on a server that is never idle. Where the C
-library has no `malloc_trim` (macOS, musl), nothing is done.
+still in use, so the server's RSS rose by kilobytes for each finished task although Python held next to nothing of
+it (bench/memory.py: about 4 KiB a task over a fresh server's first thousand; glibc's own count over those tasks:
+3.5 MB more free memory in its arenas, 0.2 MB more in use). glibc's `malloc_trim` gives those free pages back, in
+about 0.3 ms for the whole heap. It runs when the last running task has finished, and every `RELEASE_EVERY` finished
+tasks on a server that is never idle. Where the C library has no `malloc_trim` (macOS, musl), nothing is done.
 """
 
 from __future__ import annotations
