@@ -165,7 +165,15 @@ def logged(step: Step, log: Path) -> Step:
 def main(name: str, latency_s: float, answer_bytes: int = 0, log: Path | None = None) -> None:
     with FakeLLM() as fake:
         fake.latency = latency_s
-        fake.default = script(name, answer_bytes) if log is None else logged(script(name, answer_bytes), log)
+        step = script(name, answer_bytes) if log is None else logged(script(name, answer_bytes), log)
+
+        def forgetting(_body: dict[str, Any]) -> Step:
+            """The tests' fake keeps every request for its assertions: here thousands of long ones would fill memory.
+            The fake then takes `step` as the answer (calling it with the body when it is a function)."""
+            fake.requests.clear()
+            return step
+
+        fake.default = forgetting
         print(fake.url, flush=True)
         sys.stdin.read()
 

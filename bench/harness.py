@@ -11,7 +11,7 @@ import itertools
 import json
 import os
 import sys
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +146,8 @@ class StdioServer:
     _answers: dict[int, Json] = field(default_factory=lambda: {})
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     notifications: int = 0
+    on_notification: Callable[[Json], None] | None = None
+    """Called with each notification as it arrives (bench/turns.py reads the server's CPU at each turn's)."""
 
     @property
     def pid(self) -> int:
@@ -213,6 +215,8 @@ class StdioServer:
             request_id = message.get("id")
             if "method" in message:
                 self.notifications += 1
+                if self.on_notification is not None:
+                    self.on_notification(message)
                 if request_id is not None:  # a request from the server (roots, elicitation): not used here
                     await self.send({"jsonrpc": "2.0", "id": request_id, "result": {}})
                 continue

@@ -28,7 +28,7 @@ from ..core.messages import (
 )
 from ..core.names import EffortLevel
 from ..core.well_formed import well_formed, well_formed_values
-from ..models.base import Model, ModelRequest, ModelResponse
+from ..models.base import ConversationMemo, Model, ModelRequest, ModelResponse
 from ..tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text
 from .compaction import continuation_message, summary_messages
 
@@ -155,6 +155,8 @@ class _RunState:
     """A hook said `continue: false`: the run ends once the current tool calls are answered."""
     continued_by_hook: bool = False
     """A SubagentStop hook has kept the agent from stopping at least once."""
+    memo: ConversationMemo = field(default_factory=ConversationMemo)
+    """What the model's adapter keeps of the conversation from one turn's request to the next."""
 
     def should_compact(self, threshold: int | None) -> bool:
         # Right after a summary the context may still be over the threshold (a huge CLAUDE.md, say): summarising
@@ -258,6 +260,7 @@ def _request(
     definitions: tuple[ToolDefinition, ...],
     messages: Sequence[Message],
     tool_choice: Literal["auto", "none"] = "auto",
+    memo: ConversationMemo | None = None,
 ) -> ModelRequest:
     return ModelRequest(
         model=run.model_id,
@@ -268,6 +271,7 @@ def _request(
         thinking=run.thinking,
         effort=run.effort,
         tool_choice=tool_choice,
+        memo=memo,
     )
 
 
@@ -276,13 +280,13 @@ async def _request_fitting_the_window(
 ) -> ModelResponse:
     """The turn's model request; a "prompt is too long" answer compacts the conversation and asks once more."""
     try:
-        return await model.request(_request(run, definitions, state.messages))
+        return await model.request(_request(run, definitions, state.messages, memo=state.memo))
     except PromptTooLongError:
         if len(state.messages) <= 1:
             raise RunError(CONTEXT_FULL) from None
     await _compact(run, model, definitions, state, "prompt_too_long")
     try:
-        return await model.request(_request(run, definitions, state.messages))
+        return await model.request(_request(run, definitions, state.messages, memo=state.memo))
     except PromptTooLongError:
         raise RunError(CONTEXT_FULL) from None
 
@@ -315,6 +319,7 @@ async def _compact(
     first = state.messages[0] if state.messages else None
     logger.info("agent %s: conversation of %d messages summarised (%s)", run.agent, replaced, reason)
     state.messages = []
+    state.memo = ConversationMemo()
     state.context_tokens = 0
     state.compacted_at = state.turns
     await state.on_event(Compacted(turn=state.turns, reason=reason, summary=summary, replaced=replaced, usage=usage))

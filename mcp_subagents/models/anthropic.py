@@ -16,39 +16,32 @@ turn and asking again, up to `_MAX_PAUSE_CONTINUATIONS` times; a turn still paus
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
 from functools import partial
-from typing import Any, TypeAlias, cast
+from typing import Any, cast
 
 import anthropic
 import anyio
 import httpx2
-from anthropic.types import MessageParam, TextBlockParam, ToolParam
 from typing_extensions import override
 
 from ..core.errors import ModelAPIError
 from ..core.messages import (
-    AssistantMessage,
     AssistantPart,
-    Message,
     ProviderPart,
     TextPart,
     ThinkingPart,
     ToolCall,
-    ToolDefinition,
-    ToolResultMessage,
     Usage,
-    UserMessage,
 )
 from ._adapter import SdkAdapter, StreamBroken
+from .anthropic_body import assistant_turn, json_body
 from .anthropic_send import MESSAGES_PATH, RequestTemplate, request_template, send_streaming
 from .anthropic_stream import NoMessage, StreamedMessage, StreamErrorEvent, read_message
-from .base import ModelRequest, ModelResponse, SearchResult, StopReason, WebSearchOptions
+from .base import ModelRequest, ModelResponse, SearchResult, StopReason
 
 _MAX_PAUSE_CONTINUATIONS = 3
 _CLOSE_TIMEOUT = 5.0
 """Closing a response (also when the request was cancelled) drops its connection; it never waits on the API."""
-_EPHEMERAL: dict[str, Any] = {"type": "ephemeral"}
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
@@ -104,19 +97,19 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
         return "ANTHROPIC_AUTH_TOKEN" if self._bearer else self._key_variable
 
     async def _request(self, request: ModelRequest) -> ModelResponse:
-        messages = to_anthropic_messages(request.messages)
+        continued: list[bytes] = []
         parts: list[AssistantPart] = []
         usage = Usage()
         message: StreamedMessage | None = None
         results: list[SearchResult] = []
         for _ in range(_MAX_PAUSE_CONTINUATIONS + 1):
-            message = await self._converting_errors(partial(self._stream_once, request, messages))
+            message = await self._converting_errors(partial(self._stream_once, request, tuple(continued)))
             parts += _parts(message)
             results += _search_results(message)
             usage += _usage(message)
             if message.stop_reason != "pause_turn":
                 break
-            messages = [*messages, cast(MessageParam, {"role": "assistant", "content": message.content})]
+            continued.append(assistant_turn(message.content))
         assert message is not None
         stop_reason = _STOP_REASONS.get(message.stop_reason or "end_turn", "end_turn")
         explanation = (message.stop_details or {}).get("explanation")
@@ -129,20 +122,21 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
             search_results=tuple(results),
         )
 
-    async def _stream_once(self, request: ModelRequest, messages: list[MessageParam]) -> StreamedMessage:
+    async def _stream_once(self, request: ModelRequest, continued: tuple[bytes, ...]) -> StreamedMessage:
         """One streamed request. The SDK's client sends it (auth, headers, base URL, timeouts, status errors); the
-        body is serialized here once, as the SDK would copy and walk the whole conversation first, and the
-        response's events are read by `anthropic_stream` instead of the SDK's per-event models."""
+        body is encoded by `anthropic_body`, as the SDK would copy and walk the whole conversation first, and the
+        response's events are read by `anthropic_stream` instead of the SDK's per-event models. `continued`: the
+        turns a paused answer sent so far."""
         client = self._client_for_request()
         template = await self._template_for(client)
         if template is not None:
-            response = await send_streaming(client, template, _json_body(request, messages))
+            response = await send_streaming(client, template, json_body(request, continued))
             close = response.aclose
         else:
             stream = await client.post(
                 MESSAGES_PATH,
                 cast_to=anthropic.types.Message,
-                content=_json_body(request, messages),
+                content=json_body(request, continued),
                 stream=True,
                 stream_cls=anthropic.AsyncStream[anthropic.types.RawMessageStreamEvent],
             )
@@ -189,139 +183,6 @@ class _ApiKeyHeaderClient(anthropic.AsyncAnthropic):
     @override
     def _api_key_auth(self) -> dict[str, str]:
         return {} if self.api_key is None else {"X-Api-Key": self.api_key}
-
-
-def _json_body(request: ModelRequest, messages: list[MessageParam]) -> bytes:
-    """The request body, encoded as the SDK encodes it (compact UTF-8 JSON). The system prompt and the tools are
-    the same in every request of a run; their encoding is kept and spliced in."""
-    body: dict[str, Any] = {"model": request.model, "max_tokens": request.max_tokens, "messages": messages}
-    body.update(_options(request))
-    body["stream"] = True
-    encoded = _dumps(body)
-    constant = _constant_fields(request)
-    return ("{" + constant + "," + encoded[1:] if constant else encoded).encode()
-
-
-_ToolsKey: TypeAlias = tuple[tuple[str, str, int], ...]
-_CONSTANT_FIELDS: dict[tuple[str, _ToolsKey, WebSearchOptions | None], tuple[tuple[ToolDefinition, ...], str]] = {}
-_CONSTANT_FIELDS_KEPT = 64
-
-
-def _constant_fields(request: ModelRequest) -> str:
-    """`"system":[...],"tools":[...]` as JSON without the braces (empty when there are neither), remembered by
-    content: every request of a run, and the runs of one agent in one folder, send the same. A tool's schema is
-    keyed by identity (schemas are built once per tool); the entry holds the schema so the identity stays valid."""
-    tools_key = tuple((tool.name, tool.description, id(tool.input_schema)) for tool in request.tools)
-    key = (request.system, tools_key, request.web_search)
-    kept = _CONSTANT_FIELDS.get(key)
-    if kept is not None:
-        return kept[1]
-    fields: dict[str, Any] = {}
-    if request.system:
-        block: TextBlockParam = {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
-        fields["system"] = [block]
-    tools = _tools(request)
-    if tools:
-        fields["tools"] = tools
-    encoded = _dumps(fields)[1:-1]
-    if len(_CONSTANT_FIELDS) >= _CONSTANT_FIELDS_KEPT:
-        del _CONSTANT_FIELDS[next(iter(_CONSTANT_FIELDS))]
-    _CONSTANT_FIELDS[key] = (request.tools, encoded)
-    return encoded
-
-
-def _dumps(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_plain)
-
-
-def _plain(value: object) -> object:
-    """Mappings and sequences that are not dicts and lists (read-only views of a schema, say), as JSON sees them."""
-    if isinstance(value, Mapping):
-        return dict(cast(Mapping[str, object], value))
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        return list(cast(Iterable[object], value))
-    raise TypeError(f"{type(value).__name__} cannot be sent as JSON")
-
-
-def _tools(request: ModelRequest) -> list[Any]:
-    """The tools, with the server-side web search when the request offers it."""
-    tools: list[Any] = list(to_anthropic_tools(request.tools))
-    if request.web_search is not None:
-        search: dict[str, Any] = {
-            "type": "web_search_20250305",
-            "name": "web_search",
-            "max_uses": request.web_search.max_uses,
-        }
-        if request.web_search.allowed_domains:
-            search["allowed_domains"] = list(request.web_search.allowed_domains)
-        if request.web_search.blocked_domains:
-            search["blocked_domains"] = list(request.web_search.blocked_domains)
-        tools.append(search)
-    return tools
-
-
-def _options(request: ModelRequest) -> dict[str, Any]:
-    """The optional request fields besides the tools: tool choice, thinking and effort."""
-    options: dict[str, Any] = {}
-    if request.tool_choice == "none" and (request.tools or request.web_search is not None):
-        options["tool_choice"] = {"type": "none"}
-    if request.thinking:
-        options["thinking"] = {"type": "adaptive", "display": "omitted"}
-    if request.effort is not None:
-        options["output_config"] = {"effort": request.effort}
-    return options
-
-
-def to_anthropic_tools(tools: tuple[ToolDefinition, ...]) -> list[ToolParam]:
-    params: list[ToolParam] = [
-        {"name": t.name, "description": t.description, "input_schema": cast(Any, t.input_schema)} for t in tools
-    ]
-    if params:
-        params[-1]["cache_control"] = {"type": "ephemeral"}
-    return params
-
-
-def to_anthropic_messages(messages: tuple[Message, ...]) -> list[MessageParam]:
-    """Messages API turns: same-role neighbours merged, tool results first, a cache breakpoint on the last block."""
-    turns: list[tuple[str, list[dict[str, Any]]]] = []
-    for message in messages:
-        role, blocks = _blocks(message)
-        if not blocks:
-            continue
-        if turns and turns[-1][0] == role:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((role, blocks))
-    for role, blocks in turns:
-        if role == "user":
-            blocks.sort(key=lambda b: b["type"] != "tool_result")
-    if turns:
-        last_blocks = turns[-1][1]
-        last_blocks[-1] = {**last_blocks[-1], "cache_control": _EPHEMERAL}
-    return [cast(MessageParam, {"role": role, "content": blocks}) for role, blocks in turns]
-
-
-def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
-    if isinstance(message, UserMessage):
-        return "user", [{"type": "text", "text": block} for block in message.blocks]
-    if isinstance(message, AssistantMessage):
-        blocks: list[dict[str, Any]] = []
-        for part in message.parts:
-            if isinstance(part, TextPart):
-                if part.text:
-                    blocks.append({"type": "text", "text": part.text})
-            elif isinstance(part, ToolCall):
-                blocks.append({"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments})
-            elif isinstance(part, ThinkingPart):
-                blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
-            elif part.provider == "anthropic":
-                blocks.append(dict(part.data))
-        return "assistant", blocks
-    results: ToolResultMessage = message
-    return "user", [
-        {"type": "tool_result", "tool_use_id": r.call_id, "content": r.content, "is_error": r.is_error}
-        for r in results.results
-    ]
 
 
 def _parts(message: StreamedMessage) -> list[AssistantPart]:

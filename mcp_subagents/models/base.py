@@ -26,6 +26,27 @@ class SearchResult:
     url: str
 
 
+class ConversationMemo:
+    """What an adapter made of one conversation's messages for a request, kept by the run for its next request: that
+    one sends the same messages (immutable, so encoded the same) and a few more, and encoding all of them again made a
+    turn's CPU grow with the conversation. Each adapter keeps its own entry, under its provider's name. A model
+    process gets an empty memo (the memo is not pickled with the request)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[str, object] = {}
+
+    def get(self, provider: str) -> object | None:
+        return self._entries.get(provider)
+
+    def put(self, provider: str, entry: object) -> None:
+        self._entries[provider] = entry
+
+    def __reduce__(self) -> tuple[type[ConversationMemo], tuple[()]]:
+        return ConversationMemo, ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequest:
     model: str
@@ -41,6 +62,8 @@ class ModelRequest:
     tool_choice: Literal["auto", "none"] = "auto"
     """`none`: the tools are described (the history may hold calls to them) but the model must answer in text."""
     web_search: WebSearchOptions | None = None
+    memo: ConversationMemo | None = field(default=None, compare=False, repr=False)
+    """The run's memo of this conversation (see `ConversationMemo`); None for a request made once."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -37,6 +37,7 @@ def load_finished(task_id: str, output_dir: Path, redact: Redactor) -> TaskRecor
         state=outcome.state,
         outcome=outcome,
         parent=header.parent,
+        children=list(summary.children),
     )
     record.done.set()
     return record

@@ -3,13 +3,14 @@ and recovery after a restart."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from .record import (
     TurnAllowance,
     transcript_header,
 )
+from .release import MemoryRelease
 from .slots import Lender, Slots
 from .texts import TaskTexts
 from .transcripts import TranscriptHeader, TranscriptWriter
@@ -53,16 +55,9 @@ logger = logging.getLogger(__name__)
 
 TASK_ID_BYTES = 16
 FINISHED_SHOWN = 20
-"""Finished tasks the App view lists besides the live ones."""
+"""Finished tasks the App view lists besides the live ones (the newest of each person's)."""
 IDLE_SLACK_SECONDS = 1.0
 """At most this much (or 1 % of the idle limit) is added to a task's idle deadline when its events push it back."""
-
-
-@dataclass(frozen=True, slots=True)
-class FinishedTask:
-    owner: str
-    created: float
-    children: tuple[str, ...]
 
 
 class TaskManager:
@@ -81,9 +76,10 @@ class TaskManager:
         """The output files of the tasks that have not ended, held open while they run."""
         self._lingering: list[ProcessGroups] = []
         """Processes that completed tasks left running (`cmd &`), killed when the server stops."""
-        self._finished: dict[str, FinishedTask] = {}
-        """What this process remembers of its finished tasks besides their transcripts: whose they are, when they
-        started, the tasks they launched. A few hundred bytes each."""
+        self._newest_finished: dict[str, list[tuple[float, str]]] = {}
+        """The newest `FINISHED_SHOWN` finished tasks of each principal, as (-created, id), so newest first: all this
+        process keeps of its finished tasks, whose transcripts hold the rest."""
+        self._release = MemoryRelease()
         self._queue: list[str] = []
         """Tasks waiting for a place under `--max-concurrent`, in the order they asked."""
         self._slots = Slots(limits.max_concurrent)
@@ -153,11 +149,7 @@ class TaskManager:
 
     def _load_finished(self, task_id: str) -> TaskRecord | None:
         """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
-        record = load_finished(task_id, self.output_dir, self._redact)
-        remembered = self._finished.get(task_id)
-        if record is not None and remembered is not None:
-            record.children = list(remembered.children)
-        return record
+        return load_finished(task_id, self.output_dir, self._redact)
 
     async def _close_interrupted_transcripts(self, started: float) -> None:
         """Mark tasks an earlier process left running as interrupted, so they report so and can be resumed."""
@@ -306,16 +298,12 @@ class TaskManager:
             self._cancel(record, "stopped")
         return record
 
-    def tasks_of(self, principal: str, *, finished: int = FINISHED_SHOWN) -> list[TaskRecord]:
-        """The tasks `principal` started in this process, newest first: every live one, and the newest `finished`
-        finished ones (read back from their transcripts)."""
+    def tasks_of(self, principal: str) -> list[TaskRecord]:
+        """The tasks `principal` started in this process, newest first: every live one, and the newest
+        `FINISHED_SHOWN` finished ones (read back from their transcripts)."""
         owned = [record for record in self._records.values() if record.owner == principal]
-        done = sorted(
-            (item for item in self._finished.items() if item[1].owner == principal),
-            key=lambda item: item[1].created,
-            reverse=True,
-        )[:finished]
-        owned += [record for task_id, _ in done if (record := self._load_finished(task_id)) is not None]
+        done = self._newest_finished.get(principal, [])
+        owned += [record for _, task_id in done if (record := self._load_finished(task_id)) is not None]
         return sorted(owned, key=lambda record: record.created, reverse=True)
 
     def live(self, task_id: str) -> TaskRecord | None:
@@ -552,7 +540,7 @@ class TaskManager:
         output = self._outputs.pop(record.id, None)
         if output is not None:
             output.close()
-        self._write_transcript(record.transcript.finished, outcome)
+        self._write_transcript(record.transcript.finished, outcome, tuple(record.children))
         if self.observer is not None:
             try:
                 self.observer.finished(record, outcome)
@@ -562,11 +550,16 @@ class TaskManager:
         # From here on the transcript is the task's record: whoever waited holds this object, later lookups read
         # the file. Only processes it left running stay, to be killed at shutdown.
         self._records.pop(record.id, None)
-        self._finished[record.id] = FinishedTask(
-            owner=record.owner, created=record.created, children=tuple(record.children)
-        )
+        self._remember_finished(record)
         if record.resources.processes.ids:
             self._lingering.append(record.resources.processes)
+        self._release.task_finished(still_running=len(self._records))
+
+    def _remember_finished(self, record: TaskRecord) -> None:
+        """Keep the task among its owner's newest finished ones, if it is one of them."""
+        newest = self._newest_finished.setdefault(record.owner, [])
+        bisect.insort(newest, (-record.created, record.id))
+        del newest[FINISHED_SHOWN:]
 
     # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
     def _write_transcript(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:

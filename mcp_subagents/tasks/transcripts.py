@@ -69,6 +69,8 @@ class TranscriptSummary:
     header: TranscriptHeader
     outcome: TaskOutcome | None
     """How the task ended; None when the file has no end line (the server died while the task ran)."""
+    children: tuple[str, ...] = ()
+    """The tasks its agent launched, in order, as the end line names them."""
 
 
 class TranscriptWriter:
@@ -169,10 +171,14 @@ class TranscriptWriter:
     def compaction(self, summary: str, reason: str, replaced: int) -> None:
         self._append({"type": "compaction", "reason": reason, "replaced": replaced, "summary": summary})
 
-    def finished(self, outcome: TaskOutcome) -> None:
-        """The end line, the transcript's last: the file is closed after it."""
+    def finished(self, outcome: TaskOutcome, children: tuple[str, ...] = ()) -> None:
+        """The end line, the transcript's last: the file is closed after it. `children`: the tasks its agent
+        launched (the process keeps nothing of a finished task: its tree is read back from here)."""
         try:
-            self._append({"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)})
+            end: dict[str, Any] = {"type": "end", "state": outcome.state, "outcome": encode_outcome(outcome)}
+            if children:
+                end["children"] = list(children)
+            self._append(end)
         finally:
             self._file.close()
 
@@ -202,15 +208,26 @@ def read_summary(path: Path) -> TranscriptSummary | None:
     are read; a file that does not look like that (cut short by a crash) is read whole."""
     quick = _first_and_last_entries(path)
     if quick is not None and quick[0].get("type") == "header" and quick[1].get("type") == "end":
-        return TranscriptSummary(header=_header(quick[0]), outcome=_end_outcome(quick[1]))
+        return TranscriptSummary(header=_header(quick[0]), outcome=_end_outcome(quick[1]), children=_children(quick[1]))
     header: TranscriptHeader | None = None
-    outcome: TaskOutcome | None = None
+    end: dict[str, Any] | None = None
     for entry in entries(path):
         if entry.get("type") == "header":
             header = _header(entry)
         elif entry.get("type") == "end":
-            outcome = _end_outcome(entry)
-    return None if header is None else TranscriptSummary(header=header, outcome=outcome)
+            end = entry
+    if header is None:
+        return None
+    if end is None:
+        return TranscriptSummary(header=header, outcome=None)
+    return TranscriptSummary(header=header, outcome=_end_outcome(end), children=_children(end))
+
+
+def _children(end: dict[str, Any]) -> tuple[str, ...]:
+    listed: object = end.get("children")
+    if not isinstance(listed, list):
+        return ()
+    return tuple(child for child in cast("list[object]", listed) if isinstance(child, str))
 
 
 def _number(value: Any) -> float | None:

@@ -3,6 +3,7 @@ prompt-too-long answer, resume after a compaction, and an overload storm that th
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,43 @@ async def test_an_overload_storm_is_waited_out(tmp_path: Path, fake: FakeLLM) ->
     assert not result.is_error, text_of(result)
     assert "Worked after the storm." in text_of(result)
     assert len(fake.requests) == 7
+
+
+def without_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **message,
+            "content": [{k: v for k, v in block.items() if k != "cache_control"} for block in message["content"]],
+        }
+        for message in messages
+    ]
+
+
+async def test_every_request_of_a_long_task_carries_the_whole_conversation(tmp_path: Path, fake: FakeLLM) -> None:
+    """The adapter keeps the final turns encoded from one request to the next: each request must still send every
+    turn so far, unchanged, with the one cache breakpoint on the last block; a retried request sends the same."""
+    settings, notes = setup(tmp_path)
+    reads = [turn(tool_use("Read", {"file_path": str(notes)}, id=f"toolu_{n:03d}")) for n in range(30)]
+    fake.push(*reads[:15], error(529, message="Overloaded", headers={"retry-after-ms": "1"}), *reads[15:])
+    fake.push(turn(text("Read it thirty times.")))
+
+    async with connected(settings, environ=environ(fake)) as client:
+        result = await client.call_tool("Task", TASK)
+
+    assert not result.is_error and "Read it thirty times." in text_of(result)
+    sent = [entry["body"]["messages"] for entry in fake.requests]
+    assert len(sent) == 32 and sent[15] == sent[16]  # the overloaded request, and its retry
+    del sent[15]
+    for number, (before, after) in enumerate(itertools.pairwise(sent)):
+        assert without_breakpoints(after[:-2]) == without_breakpoints(before)
+        call, results = after[-2:]
+        assert call == {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": f"toolu_{number:03d}", "name": "Read", "input": {"file_path": str(notes)}}
+            ],
+        }
+        assert [block["tool_use_id"] for block in results["content"]] == [f"toolu_{number:03d}"]
+        assert "NOTE-CONTENT" in results["content"][0]["content"]
+        assert json.dumps(after).count("cache_control") == 1
+        assert results["content"][-1]["cache_control"] == {"type": "ephemeral"}

@@ -19,7 +19,7 @@ from mcp_subagents.core.principals import LOCAL_PRINCIPAL
 from mcp_subagents.permissions.asking import DECLINED, Answer, PermissionQuestion, allowed
 from mcp_subagents.render import outcome_text
 from mcp_subagents.render.status import OUTPUT_FILE_TEXTS
-from mcp_subagents.tasks.manager import TaskManager
+from mcp_subagents.tasks.manager import FINISHED_SHOWN, TaskManager
 from mcp_subagents.tasks.record import Listener, TaskEvent, TaskLimits, TaskRecord
 
 pytestmark = pytest.mark.anyio
@@ -204,6 +204,51 @@ async def test_a_finished_task_leaves_memory_and_is_read_back_from_its_transcrip
     assert again.state == record.state == "completed" and again.finished
     assert again.outcome == record.outcome
     assert again.outcome is not None and again.outcome.text == "the answer"
+
+
+async def test_the_tasks_list_shows_each_persons_newest_finished_tasks(tmp_path: Path) -> None:
+    """The process keeps only the newest `FINISHED_SHOWN` finished tasks of each person for the list; the older ones
+    are still there for TaskOutput, read from their transcripts."""
+
+    async def job(_record: TaskRecord, _listener: Listener) -> RunResult:
+        return result()
+
+    async with manager(tmp_path) as tasks:
+        started = [
+            tasks.start(agent="general-purpose", description=f"{owner} {number}", job=job, owner=owner)
+            for owner, count in (("ann", FINISHED_SHOWN + 5), ("bob", 3))
+            for number in range(count)
+        ]
+        for record in started:
+            await tasks.wait(record, 5)
+        anns, bobs = tasks.tasks_of("ann"), tasks.tasks_of("bob")
+        oldest = tasks.get(started[0].id, principal="ann")
+    assert [record.description for record in anns] == [f"ann {n}" for n in reversed(range(5, FINISHED_SHOWN + 5))]
+    assert [record.description for record in bobs] == ["bob 2", "bob 1", "bob 0"]
+    assert all(record.finished for record in anns + bobs)
+    assert oldest.description == "ann 0" and oldest.outcome is not None and oldest.outcome.text == "done"
+
+
+async def test_a_finished_tasks_nested_tasks_are_read_from_its_transcript_also_by_a_later_process(
+    tmp_path: Path,
+) -> None:
+    async def child_job(_record: TaskRecord, _listener: Listener) -> RunResult:
+        return result("child")
+
+    async def parent_job(record: TaskRecord, _listener: Listener) -> RunResult:
+        for number in range(2):
+            child = tasks.start(agent="Explore", description=f"child {number}", job=child_job, parent=record)
+            await tasks.wait(child, 5)
+        return result("parent")
+
+    async with manager(tmp_path) as tasks:
+        parent = start(tasks, parent_job)
+        await tasks.wait(parent, 5)
+        here = [(level, child.description) for level, child in tasks.subtasks(tasks.get(parent.id, principal="local"))]
+    async with manager(tmp_path) as later:
+        read_back = later.get(parent.id, principal="local")
+        there = [(level, child.description) for level, child in later.subtasks(read_back)]
+    assert here == there == [(1, "child 0"), (1, "child 1")]
 
 
 async def test_queued_tasks_run_in_the_order_they_were_launched_each_with_its_files(tmp_path: Path) -> None:
