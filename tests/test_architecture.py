@@ -17,7 +17,10 @@ MAX_FUNCTION_LINES = 60
 _COLD_START = "the task engine loads at the first Task or in the warm-up after the first listing, not at start-up"
 _ONE_COMMAND = "each command loads only what it runs: `agents list` never imports the MCP server or the HTTP stack"
 _WHEN_USED = "loaded only when a run or a setting asks for it"
-_PRESCAN_CHILD = "the server imports cli.prescan only to start the child; reading the agent files is the child's work"
+_PRESCAN_CHILD = (
+    "every command imports cli.prescan; only `serve` loads the catalog code (to name the project's cache file), and "
+    "reading the agent files is the child's work"
+)
 
 # (importing module, imported module) -> why the import waits. The one place function-local imports are allowed;
 # an entry nothing uses any more fails the test too, so the list stays true.

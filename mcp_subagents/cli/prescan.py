@@ -2,7 +2,7 @@
 
 Every start after the first reads what the agent files said from the state directory's cache (`definitions.cache`).
 The first start had to parse every file itself, on the one core that was also importing the server: with thousands
-of files that made it a third slower. So when there is no cache yet, `start_prescan` runs
+of files that made it a third slower. So when the project has no cache yet, `start_prescan` runs
 `python -m mcp_subagents.cli.prescan` with the server's own arguments; it scans the same sources the same way,
 which writes the cache, and exits. The server's first scan waits for it (bounded) and then reads the cache. Nothing
 depends on it but speed: if it fails or is late, the server parses the files itself, as before.
@@ -22,8 +22,6 @@ from .arguments import settings_for_command_line
 
 logger = logging.getLogger(__name__)
 
-CACHE_FILE = "catalog-cache.json"
-"""`definitions.cache.CACHE_FILE`, named here too so that deciding costs no import of the parsing code."""
 WAIT_SECONDS = 20.0
 """How long the first scan waits for the prescan before parsing the files itself."""
 
@@ -54,7 +52,11 @@ class CatalogPrescan:
 def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | None:
     """Start parsing the agent files in another process when the state directory has no cache of them yet;
     `argv` is the server's command line (after the program name), so both scan the very same sources."""
-    if (settings.state_dir / CACHE_FILE).exists():
+    # The server imports these right after (for its catalog): importing them here only comes first.
+    from ..definitions.cache import CACHE_FILE, cache_path
+    from ..runtime.sources import definition_sources
+
+    if cache_path(settings.state_dir / CACHE_FILE, definition_sources(settings).cache_identity()).exists():
         return None
     try:
         process = subprocess.Popen(
@@ -73,13 +75,13 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
 def _prescan(argv: Sequence[str]) -> int:
     # The server imports this module only to start the child; the loader is the child's work.
     from ..definitions import CatalogLoader
-    from ..definitions.cache import CACHE_FILE as LOADER_CACHE_FILE
+    from ..definitions.cache import CACHE_FILE
     from ..runtime.sources import definition_sources
 
     settings = settings_for_command_line(argv)
     if settings is None:
         return 2
-    CatalogLoader(definition_sources(settings), cache_file=settings.state_dir / LOADER_CACHE_FILE).load()
+    CatalogLoader(definition_sources(settings), cache_file=settings.state_dir / CACHE_FILE).load()
     return 0
 
 

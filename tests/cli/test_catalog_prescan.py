@@ -18,6 +18,7 @@ from mcp_subagents.config.settings import Settings
 from mcp_subagents.definitions import cache as definitions_cache
 from mcp_subagents.definitions import sources as definition_sources
 from mcp_subagents.runtime.service import Subagents
+from mcp_subagents.runtime.sources import definition_sources as definition_sources_of
 from tests.support import write_agent
 
 
@@ -62,7 +63,7 @@ def test_the_first_start_reads_what_another_process_parsed(
     with caplog.at_level("WARNING"):
         catalog = Subagents(settings, catalog_prescan=prescan).catalog()
     assert prescan.process.returncode == 0
-    assert (settings.state_dir / definitions_cache.CACHE_FILE).is_file()
+    assert _project_cache(settings).is_file()
     assert {f"agent-{number:02d}" for number in range(30)} | {"colourful"} <= set(catalog.names())
     assert parsed_here == []  # every project file came from the cache the prescan wrote
     # The file's warning is still the server's to tell (the prescan's output goes nowhere).
@@ -97,5 +98,25 @@ def test_a_late_prescan_is_stopped_and_the_server_parses(
     assert "agent-29" in catalog.names()
 
 
-def test_the_prescan_and_the_loader_name_the_same_cache_file() -> None:
-    assert catalog_prescan.CACHE_FILE == definitions_cache.CACHE_FILE
+def test_a_project_new_to_a_shared_state_directory_is_prescanned(
+    project: tuple[Settings, list[str]], tmp_path: Path
+) -> None:
+    """The default state directory holds the caches of a person's other projects: a project that has none of its
+    own yet is still parsed beside the server's start."""
+    settings, argv = project
+    other = tmp_path / "other"
+    write_agent(other / ".claude" / "agents", "elsewhere")
+    other_argv = ["serve", "--cwd", str(other), "--state-dir", str(settings.state_dir)]
+    other_settings = settings_for_command_line(other_argv)
+    assert other_settings is not None
+    Subagents(other_settings).catalog()
+    prescan = start_prescan(settings, argv)
+    assert prescan is not None
+    prescan.wait()
+    assert prescan.process.returncode == 0 and _project_cache(settings).is_file()
+    assert start_prescan(other_settings, other_argv) is None
+
+
+def _project_cache(settings: Settings) -> Path:
+    identity = definition_sources_of(settings).cache_identity()
+    return definitions_cache.cache_path(settings.state_dir / definitions_cache.CACHE_FILE, identity)
