@@ -10,6 +10,7 @@ depends on it but speed: if it fails or is late, the server parses the files its
 
 from __future__ import annotations
 
+import gc
 import logging
 import subprocess
 import sys
@@ -87,4 +88,5 @@ def _prescan(argv: Sequence[str]) -> int:
 
 if __name__ == "__main__":
     logging.disable(logging.CRITICAL)
+    gc.disable()  # a process that lives a fraction of a second: the collector's passes would find nothing to free
     raise SystemExit(_prescan(sys.argv[1:]))
