@@ -55,6 +55,8 @@ class Start:
     """Seconds from spawn to the tools/list answer."""
     cpu: float
     """CPU seconds of the server and its children (the prescan) until that answer."""
+    children_cpu: float
+    """The part of `cpu` that its children took."""
     listed: int
 
 
@@ -95,24 +97,25 @@ def projects(root: Path, count: int, texts: list[str]) -> Projects:
     return Projects(single, (project(home, "a", count, texts, shared), project(home, "b", count, texts, shared)))
 
 
-def cpu_with_children(pid: int) -> float:
-    """User + system CPU of a running process, plus that of its children: those it has waited for (cutime,
-    cstime) and those still running."""
+def cpu_with_children(pid: int) -> tuple[float, float]:
+    """User + system CPU of a running process, and that of its children: those it has waited for (cutime, cstime)
+    and those still running, with theirs."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     # After the command name: utime, stime, cutime, cstime are fields 14-17 of stat(5).
-    total = sum(int(value) for value in fields[11:15]) / _CLOCK_TICKS
+    own = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    children = (int(fields[13]) + int(fields[14])) / _CLOCK_TICKS
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
-            children = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+            running = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
         except OSError:
             continue
-        for child in children:
+        for child in running:
             try:
-                total += cpu_with_children(int(child))
+                children += sum(cpu_with_children(int(child)))
             except OSError:  # it exited meanwhile: counted in cutime once waited for
                 continue
-    return total
+    return own, children
 
 
 async def start(env: dict[str, str]) -> Start:
@@ -121,9 +124,9 @@ async def start(env: dict[str, str]) -> Start:
     async with stdio_server(env) as server:
         listed = await server.request("tools/list")
         elapsed = time.perf_counter() - started
-        cpu = cpu_with_children(server.pid)
+        own, children = cpu_with_children(server.pid)
     enum = listed["tools"][0]["inputSchema"]["properties"]["subagent_type"]["enum"]
-    return Start(elapsed, cpu, len(enum))
+    return Start(elapsed, own + children, children, len(enum))
 
 
 async def tools_list_ms(env: dict[str, str], calls: int) -> tuple[float, float]:
@@ -184,7 +187,9 @@ async def main(plan: Plan) -> None:
     print(f"  two projects alternating in one state directory      ratio {ratio('alternating')}")
     print(f"  the same, CPU of the server                          ratio {ratio('alternating', cpu=True)}")
     print(f"  first start (nothing in the state dir), wall         ratio {ratio('first')}")
+    prescans = sum(start.children_cpu > 0 for count in (SMALL, plan.big) for start in runs["first"][count])
     print(f"  first start, CPU of the server and its prescan       ratio {ratio('first', cpu=True)}")
+    print(f"    (a prescan ran in {prescans} of {2 * plan.rounds} first starts: only while a core is free)")
     print(f"  CPU of the server, a project's later start           ratio {ratio('single', cpu=True)}")
     print(
         f"tools/list on a warm server, {plan.big} / {SMALL}          ratio {list_big[0] / list_small[0]:.2f}   "

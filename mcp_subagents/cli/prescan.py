@@ -6,12 +6,18 @@ of files that made it a third slower. So when the project has no cache yet, `sta
 `python -m mcp_subagents.cli.prescan` with the server's own arguments; it scans the same sources the same way,
 which writes the cache, and exits. The server's first scan waits for it (bounded) and then reads the cache. Nothing
 depends on it but speed: if it fails or is late, the server parses the files itself, as before.
+
+It saves time only on a core the server does not need. Its own start (a Python process and its imports) costs about
+0.1 s of CPU, and parsing beside the server costs more than parsing in it (the cache is written, then read back); on
+a machine whose cores are busy that CPU is taken from the server and everything else. So it runs only while the
+load average leaves a core free.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -51,8 +57,10 @@ class CatalogPrescan:
 
 
 def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | None:
-    """Start parsing the agent files in another process when the state directory has no cache of them yet;
-    `argv` is the server's command line (after the program name), so both scan the very same sources."""
+    """Start parsing the agent files in another process when the state directory has no cache of them yet and a core
+    is free; `argv` is the server's command line (after the program name), so both scan the very same sources."""
+    if not a_core_is_free():
+        return None
     # The server imports these right after (for its catalog): importing them here only comes first.
     from ..definitions.cache import CACHE_FILE, cache_path
     from ..runtime.sources import definition_sources
@@ -71,6 +79,16 @@ def start_prescan(settings: Settings, argv: Sequence[str]) -> CatalogPrescan | N
         logger.debug("no agent-file prescan: %s", exc)
         return None
     return CatalogPrescan(process)
+
+
+def a_core_is_free() -> bool:
+    """Whether the load average leaves a core idle beside the one the server takes (yes where it cannot be read)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return True
+    return load < cores - 1
 
 
 def _prescan(argv: Sequence[str]) -> int:

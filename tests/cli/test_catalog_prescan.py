@@ -24,7 +24,9 @@ from tests.support import write_agent
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Settings, list[str]]:
-    """A project with agent files and a server command line for it, in an environment of its own."""
+    """A project with agent files and a server command line for it, in an environment of its own, on a machine
+    with a core to spare."""
+    monkeypatch.setattr(catalog_prescan, "a_core_is_free", lambda: True)
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -74,6 +76,15 @@ def test_no_prescan_once_the_state_directory_has_a_cache(project: tuple[Settings
     settings, argv = project
     Subagents(settings).catalog()  # the first start writes the cache
     assert start_prescan(settings, argv) is None
+
+
+def test_no_prescan_when_no_core_is_free(project: tuple[Settings, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside a busy server on busy cores, a second process would only add its own start to the CPU spent."""
+    settings, argv = project
+    monkeypatch.setattr(catalog_prescan, "a_core_is_free", lambda: False)
+    assert start_prescan(settings, argv) is None
+    assert "agent-29" in Subagents(settings).catalog().names()
+    assert _project_cache(settings).is_file()  # the server wrote it: the next start reads it
 
 
 def test_a_failed_prescan_leaves_the_parsing_to_the_server(project: tuple[Settings, list[str]]) -> None:

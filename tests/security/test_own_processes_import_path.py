@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_subagents.cli import prescan as catalog_prescan
 from mcp_subagents.cli.arguments import settings_for_command_line
 from mcp_subagents.cli.prescan import start_prescan
 from mcp_subagents.core.processes import own_module_command
@@ -43,6 +44,7 @@ def test_the_first_start_prescan_does_not_import_the_projects_package(
     project, marker = hostile_project(tmp_path)
     monkeypatch.chdir(project)
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(catalog_prescan, "a_core_is_free", lambda: True)
     argv = ["serve", "--state-dir", str(tmp_path / "state")]
     settings = settings_for_command_line(argv)
     assert settings is not None
