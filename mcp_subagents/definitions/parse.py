@@ -256,6 +256,10 @@ def _tool_list(fields: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
 def _split_outside_parentheses(value: str, *, by_space: bool = False) -> list[str]:
     """Split on commas (and with `by_space`, on whitespace, as Claude Code splits `tools: Read Grep`), except inside
     `Bash(git add *, git commit *)`-style patterns."""
+    if "(" not in value:  # most lists: the same split, without a Python step per character
+        if by_space:
+            return value.replace(",", " ").split()
+        return [entry.strip() for entry in value.split(",") if entry.strip()]
     entries: list[str] = []
     depth = 0
     current: list[str] = []
