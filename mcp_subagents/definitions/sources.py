@@ -484,6 +484,32 @@ def markdown_files(root: str) -> list[tuple[str, Signature]]:
     return found
 
 
+def has_many_agent_files(sources: DefinitionSources, many: int) -> bool:
+    """Whether the agent folders of `sources` hold at least `many` `*.md` files: counted from folder listings alone
+    (no file is stat-ed or read), stopping at `many`, and only in each plugin's `agents` folder (a manifest may name
+    others). Enough to tell a few dozen files from thousands."""
+    folders = [os.fspath(folder) for folder in (sources.builtin_dir, sources.user_dir) if folder is not None]
+    folders += [os.path.join(root, "agents") for folder in sources.plugin_dirs for root in _plugin_roots(folder)]
+    if sources.project_root is not None:
+        folders += [os.path.join(sources.project_root, ".claude", "agents")]
+        folders += [os.path.join(sources.project_root, ".agents", "agents")]
+    folders += [os.fspath(folder) for folder in sources.extra_dirs]
+    found = 0
+    pending = [(folder, 0) for folder in folders]
+    while pending and found < many:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    if entry.name.endswith(".md"):
+                        found += 1
+                    elif depth < 4 and not entry.name.startswith(".") and entry.is_dir():
+                        pending.append((entry.path, depth + 1))
+        except OSError:  # missing, a file (a single `--agents-dir` file), or unreadable
+            found += folder.endswith(".md")
+    return found >= many
+
+
 def plugin_folders(folder: Path) -> list[tuple[str, Path]]:
     """(plugin name, plugin root) of `folder` itself or of its plugin subfolders; plugins whose manifest is broken
     or whose name is invalid are left out (the catalog reports them)."""

@@ -25,8 +25,9 @@ from tests.support import write_agent
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Settings, list[str]]:
     """A project with agent files and a server command line for it, in an environment of its own, on a machine
-    with a core to spare."""
+    with a core to spare; its 31 files count as many."""
     monkeypatch.setattr(catalog_prescan, "a_core_is_free", lambda: True)
+    monkeypatch.setattr(catalog_prescan, "PRESCAN_FILES", 20)
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -85,6 +86,13 @@ def test_no_prescan_when_no_core_is_free(project: tuple[Settings, list[str]], mo
     assert start_prescan(settings, argv) is None
     assert "agent-29" in Subagents(settings).catalog().names()
     assert _project_cache(settings).is_file()  # the server wrote it: the next start reads it
+
+
+def test_no_prescan_for_a_few_agent_files(project: tuple[Settings, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few dozen files parse in the server in a millisecond or two; a second process costs about 0.1 s of CPU."""
+    settings, argv = project
+    monkeypatch.setattr(catalog_prescan, "PRESCAN_FILES", 40)
+    assert start_prescan(settings, argv) is None
 
 
 def test_a_failed_prescan_leaves_the_parsing_to_the_server(project: tuple[Settings, list[str]]) -> None:

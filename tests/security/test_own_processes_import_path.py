@@ -45,6 +45,7 @@ def test_the_first_start_prescan_does_not_import_the_projects_package(
     monkeypatch.chdir(project)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr(catalog_prescan, "a_core_is_free", lambda: True)
+    monkeypatch.setattr(catalog_prescan, "PRESCAN_FILES", 1)
     argv = ["serve", "--state-dir", str(tmp_path / "state")]
     settings = settings_for_command_line(argv)
     assert settings is not None
