@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from ..config.claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..core.errors import DefinitionError, UnknownAgentError
 from ..core.json_values import JsonObject
 from ._coerce import as_list, as_object
-from .cache import read_cache, write_cache
+from .cache import CatalogCache, Identity, Key, Signature, file_signature, settled
 from .frontmatter import has_frontmatter
 from .model import AgentDefinition, CachedAgent, LoadError, Source, tools_summary
 from .parse import parse_definition, parse_json_agents
@@ -41,8 +42,6 @@ logger = logging.getLogger(__name__)
 _PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _MANIFEST = os.path.join(".claude-plugin", "plugin.json")
 
-_Signature: TypeAlias = tuple[int, int]
-"""(mtime_ns, size): a file whose signature is unchanged is not read again."""
 _FileOutcome: TypeAlias = AgentDefinition | CachedAgent | LoadError | None
 _JsonOutcome: TypeAlias = JsonObject | LoadError | None
 
@@ -65,6 +64,11 @@ class DefinitionSources:
     settings_files: ClaudeSettingsFiles | None = None
     """The Claude Code settings hierarchy: the managed policy's `agents` (same shape as `--agents`) win over
     everything, and `Task(Name)` / `Agent(Name)` in any `permissions.deny` removes an agent."""
+
+    def cache_identity(self) -> Identity:
+        """The folders agent files are read from, as the state directory's cache tells projects apart."""
+        folders = (self.builtin_dir, self.plugin_dirs, self.user_dir, self.project_root, self.extra_dirs)
+        return [[os.fspath(path) for path in item] if isinstance(item, tuple) else _text(item) for item in folders]
 
 
 class AgentTable(Mapping[str, AgentDefinition]):
@@ -161,32 +165,35 @@ def builtin_agents_dir() -> Path | None:
 class CatalogLoader:
     """Builds a `Catalog` from `DefinitionSources`, anew on every `load()` so edits show at once.
 
-    Parsed files are cached by path and (mtime_ns, size), so rescanning an unchanged tree only lists folders and
-    stats files, and an unchanged file yields the very same `AgentDefinition` object.
+    Parsed files are cached by path and signature (`cache.Signature`), so rescanning an unchanged tree only lists
+    folders and stats files, and an unchanged file yields the very same `AgentDefinition` object.
     """
 
     def __init__(self, sources: DefinitionSources, *, cache_file: Path | None = None) -> None:
-        """`cache_file`: where parsed files are kept between runs (see `cache`); None keeps them in memory only."""
+        """`cache_file`: `state_dir / cache.CACHE_FILE` to keep parsed files between runs, in a file of these
+        sources' own (see `cache`); None keeps them in memory only."""
         self.sources = sources
-        self._cache_file = cache_file
-        self._from_disk: set[tuple[str, Source, str | None]] = set()
-        self._files: dict[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]] = {}
-        self._json: dict[str, tuple[_Signature, _JsonOutcome]] = {}
+        self._cache = CatalogCache(cache_file, sources.cache_identity()) if cache_file is not None else None
+        self._from_disk: set[Key] = set()
+        self._files: dict[Key, tuple[Signature, _FileOutcome]] = {}
+        self._unsettled: set[Key] = set()
+        self._json: dict[str, tuple[Signature, _JsonOutcome]] = {}
         self._flag_agents: tuple[list[AgentDefinition], list[LoadError]] | None = None
-        self._signatures: dict[str, _Signature] = {}
+        self._signatures: dict[str, Signature] = {}
 
     def load(self) -> Catalog:
         """Scan every source. Never raises for a bad file: those end up in `Catalog.errors`."""
-        if self._cache_file is not None and not self._files and not self._from_disk:
-            self._files = read_cache(self._cache_file)
+        if self._cache is not None and not self._files and not self._from_disk:
+            self._files = self._cache.read()
             self._from_disk = set(self._files)
-        scan = _Scan(self._files, self._json, self._from_disk)
+        scan = _Scan(self._files, self._json, self._from_disk, self._unsettled)
         settings = self.sources.settings_files.load() if self.sources.settings_files is not None else ClaudeSettings()
         found = self._collect(scan, settings)
         deny_targets = settings.denied_agents
-        if self._cache_file is not None and (scan.parsed or scan.new_files.keys() != self._files.keys()):
-            write_cache(self._cache_file, scan.new_files)
-        self._files, self._json = scan.new_files, scan.new_json
+        if self._cache is not None and (scan.parsed or scan.new_files.keys() != self._files.keys()):
+            unsettled = scan.unsettled
+            self._cache.write({key: entry for key, entry in scan.new_files.items() if key not in unsettled})
+        self._files, self._json, self._unsettled = scan.new_files, scan.new_json, scan.unsettled
         self._signatures = {path: signature for (path, _, _), (signature, _) in scan.new_files.items()}
 
         chosen: dict[str, AgentDefinition | CachedAgent] = {}
@@ -221,7 +228,7 @@ class CatalogLoader:
             return None
         key = (cached.path, cached.source, cached.plugin)
         known = self._files.get(key)
-        if known is not None and known[0] == (stat.st_mtime_ns, stat.st_size):
+        if known is not None and known[0] == file_signature(stat):
             self._files[key] = (known[0], outcome)  # later scans reuse it
         return outcome
 
@@ -234,7 +241,7 @@ class CatalogLoader:
             stat = os.stat(path)
         except OSError:
             return True
-        return self._signatures.get(path) != (stat.st_mtime_ns, stat.st_size)
+        return self._signatures.get(path) != file_signature(stat)
 
     def _collect(self, scan: _Scan, settings: ClaudeSettings) -> list[AgentDefinition | CachedAgent]:
         """All definitions, lowest priority first."""
@@ -268,19 +275,24 @@ class _Scan:
 
     def __init__(
         self,
-        old_files: Mapping[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]],
-        old_json: Mapping[str, tuple[_Signature, _JsonOutcome]],
-        from_disk: set[tuple[str, Source, str | None]],
+        old_files: Mapping[Key, tuple[Signature, _FileOutcome]],
+        old_json: Mapping[str, tuple[Signature, _JsonOutcome]],
+        from_disk: set[Key],
+        old_unsettled: set[Key],
     ) -> None:
+        self.started_ns = time.time_ns()
         self.found: list[AgentDefinition | CachedAgent] = []
         self.errors: list[LoadError] = []
         self.old_files = old_files
         self.old_json = old_json
         self.from_disk = from_disk
         """Cache entries read from the state directory whose warnings this process has not logged yet."""
-        self.parsed: set[tuple[str, Source, str | None]] = set()
-        self.new_files: dict[tuple[str, Source, str | None], tuple[_Signature, _FileOutcome]] = {}
-        self.new_json: dict[str, tuple[_Signature, _JsonOutcome]] = {}
+        self.old_unsettled = old_unsettled
+        self.parsed: set[Key] = set()
+        self.unsettled: set[Key] = set()
+        """Files parsed while they could still change unseen (`cache.settled`): parsed again at the next scan."""
+        self.new_files: dict[Key, tuple[Signature, _FileOutcome]] = {}
+        self.new_json: dict[str, tuple[Signature, _JsonOutcome]] = {}
         self._errors_seen: set[LoadError] = set()
 
     def error(self, error: LoadError) -> None:
@@ -296,10 +308,10 @@ class _Scan:
         except OSError as exc:
             self.error(LoadError(os.fspath(folder), f"cannot list folder: {exc.strerror or exc}"))
 
-    def file(self, path: str, signature: _Signature, source: Source, plugin: str | None) -> None:
+    def file(self, path: str, signature: Signature, source: Source, plugin: str | None) -> None:
         key = (path, source, plugin)
         cached = self.old_files.get(key)
-        if cached is not None and cached[0] == signature:
+        if cached is not None and cached[0] == signature and key not in self.old_unsettled:
             outcome = cached[1]
             if key in self.from_disk:
                 self.from_disk.discard(key)
@@ -308,6 +320,8 @@ class _Scan:
         else:
             outcome = _parse_file(path, source, plugin)
             self.parsed.add(key)
+            if not settled(signature, self.started_ns):
+                self.unsettled.add(key)
         self.new_files[key] = (signature, outcome)
         if isinstance(outcome, LoadError):
             self.error(outcome)
@@ -362,7 +376,7 @@ class _Scan:
         except OSError as exc:
             self.error(LoadError(path, f"cannot read: {exc.strerror or exc}"))
             return None
-        signature = (stat.st_mtime_ns, stat.st_size)
+        signature = file_signature(stat)
         cached = self.new_json.get(path) or self.old_json.get(path)
         outcome = cached[1] if cached is not None and cached[0] == signature else _read_json(path)
         self.new_json[path] = (signature, outcome)
@@ -379,8 +393,7 @@ def read_definition_text(path: str) -> str | LoadError | None:
     without frontmatter is reported by the parser.
     """
     try:
-        with open(path, "rb") as file:
-            text = file.read().decode("utf-8")
+        text = _read_bytes(path).decode("utf-8")
     except OSError as exc:
         return LoadError(path, f"cannot read: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
@@ -388,6 +401,18 @@ def read_definition_text(path: str) -> str | LoadError | None:
     if os.path.basename(path).lower() == "readme.md" and not has_frontmatter(text):
         return None
     return text
+
+
+def _read_bytes(path: str) -> bytes:
+    # os.read rather than open(): a third less CPU for the small files agent files are, which counts by thousands.
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks: list[bytes] = []
+        while chunk := os.read(descriptor, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks)
 
 
 def _parse_file(path: str, source: Source, plugin: str | None, *, log_warnings: bool = True) -> _FileOutcome:
@@ -420,7 +445,7 @@ def _read_json(path: str) -> JsonObject | LoadError:
     return settings if settings is not None else LoadError(path, "must hold a JSON object")
 
 
-def markdown_files(root: str) -> list[tuple[str, _Signature]]:
+def markdown_files(root: str) -> list[tuple[str, Signature]]:
     """`*.md` files under `root`, recursively, sorted by name at each level; hidden folders skipped.
 
     A missing root yields nothing; a root that is itself a file yields that file.
@@ -433,8 +458,8 @@ def markdown_files(root: str) -> list[tuple[str, _Signature]]:
     except FileNotFoundError:
         return []
     if not os.path.isdir(root):
-        return [(root, (stat.st_mtime_ns, stat.st_size))]
-    found: list[tuple[str, _Signature]] = []
+        return [(root, file_signature(stat))]
+    found: list[tuple[str, Signature]] = []
     visited: set[tuple[int, int]] = set()
 
     def walk(folder: str, identity: tuple[int, int]) -> None:
@@ -451,12 +476,38 @@ def markdown_files(root: str) -> list[tuple[str, _Signature]]:
                         walk(entry.path, (inner.st_dev, inner.st_ino))
                 elif entry.name.endswith(".md") and entry.is_file():
                     inner = entry.stat()
-                    found.append((entry.path, (inner.st_mtime_ns, inner.st_size)))
+                    found.append((entry.path, file_signature(inner)))
             except FileNotFoundError:  # Deleted, or a dangling symlink, while we looked.
                 continue
 
     walk(root, (stat.st_dev, stat.st_ino))
     return found
+
+
+def has_many_agent_files(sources: DefinitionSources, many: int) -> bool:
+    """Whether the agent folders of `sources` hold at least `many` `*.md` files: counted from folder listings alone
+    (no file is stat-ed or read), stopping at `many`, and only in each plugin's `agents` folder (a manifest may name
+    others). Enough to tell a few dozen files from thousands."""
+    folders = [os.fspath(folder) for folder in (sources.builtin_dir, sources.user_dir) if folder is not None]
+    folders += [os.path.join(root, "agents") for folder in sources.plugin_dirs for root in _plugin_roots(folder)]
+    if sources.project_root is not None:
+        folders += [os.path.join(sources.project_root, ".claude", "agents")]
+        folders += [os.path.join(sources.project_root, ".agents", "agents")]
+    folders += [os.fspath(folder) for folder in sources.extra_dirs]
+    found = 0
+    pending = [(folder, 0) for folder in folders]
+    while pending and found < many:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    if entry.name.endswith(".md"):
+                        found += 1
+                    elif depth < 4 and not entry.name.startswith(".") and entry.is_dir():
+                        pending.append((entry.path, depth + 1))
+        except OSError:  # missing, a file (a single `--agents-dir` file), or unreadable
+            found += folder.endswith(".md")
+    return found >= many
 
 
 def plugin_folders(folder: Path) -> list[tuple[str, Path]]:
@@ -489,6 +540,10 @@ def _is_plugin(folder: str) -> bool:
     return os.path.isfile(os.path.join(folder, _MANIFEST)) or any(
         os.path.isdir(os.path.join(folder, part)) for part in ("agents", "skills")
     )
+
+
+def _text(path: Path | None) -> str | None:
+    return None if path is None else os.fspath(path)
 
 
 def _same_folder(first: str | Path, second: str | Path) -> bool:

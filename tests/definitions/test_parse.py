@@ -107,6 +107,9 @@ def test_defaults_when_only_name_and_description_are_given() -> None:
         ('""', ()),
         ("Read, Read", ("Read",)),
         ("mcp__github__*, Task", ("mcp__github__*", "Task")),
+        ("Read Grep,Glob\u2003Bash", ("Read", "Grep", "Glob", "Bash")),
+        ("Read, Bash(git add *, git commit *) Grep", ("Read", "Bash(git add *, git commit *)", "Grep")),
+        ("Read) Grep", ("Read)", "Grep")),
     ],
 )
 def test_tools_as_string_list_star_or_empty(tools: str, expected: tuple[str, ...] | None) -> None:

@@ -12,6 +12,7 @@ from mcp_subagents.config.claude_settings import ClaudeSettingsFiles, SettingsLo
 from mcp_subagents.core.errors import UnknownAgentError
 from mcp_subagents.definitions import AgentDefinition, Catalog, CatalogLoader, DefinitionSources
 from mcp_subagents.definitions import sources as sources_module
+from mcp_subagents.definitions.sources import has_many_agent_files
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -352,3 +353,21 @@ def test_a_project_folder_that_is_the_user_folder_is_read_once(tmp_path: Path) -
     catalog = load(user_dir=tmp_path / ".claude" / "agents", project_root=tmp_path)
     assert catalog.agents["mine"].source == "user"
     assert catalog.overridden == ()
+
+
+def test_many_agent_files_are_told_from_a_few_by_listing_folders(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    for number in range(3):
+        agent(project / ".claude" / "agents" / "team", f"p{number}")
+    agent(project / ".agents" / "agents", "q")
+    agent(tmp_path / "user", "u")
+    write(tmp_path / "user" / "notes.txt", "not an agent")
+    agent(tmp_path / "user" / ".hidden", "h")
+    agent(tmp_path / "plugins" / "tools" / "agents", "t")
+    single = agent(tmp_path / "one", "x")
+    sources = DefinitionSources(
+        user_dir=tmp_path / "user", project_root=project, plugin_dirs=(tmp_path / "plugins",), extra_dirs=(single,)
+    )
+    assert has_many_agent_files(sources, 7)  # 3 + 1 + 1 + 1 + 1: the hidden folder and the text file do not count
+    assert not has_many_agent_files(sources, 8)
+    assert not has_many_agent_files(DefinitionSources(project_root=tmp_path / "missing"), 1)

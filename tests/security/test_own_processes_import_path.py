@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from mcp_subagents.cli import prescan as catalog_prescan
 from mcp_subagents.cli.arguments import settings_for_command_line
 from mcp_subagents.cli.prescan import start_prescan
 from mcp_subagents.core.processes import own_module_command
@@ -43,13 +44,15 @@ def test_the_first_start_prescan_does_not_import_the_projects_package(
     project, marker = hostile_project(tmp_path)
     monkeypatch.chdir(project)
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(catalog_prescan, "a_core_is_free", lambda: True)
+    monkeypatch.setattr(catalog_prescan, "PRESCAN_FILES", 1)
     argv = ["serve", "--state-dir", str(tmp_path / "state")]
     settings = settings_for_command_line(argv)
     assert settings is not None
     prescan = start_prescan(settings, argv)
     assert prescan is not None
     assert prescan.process.wait(timeout=60) == 0
-    assert (tmp_path / "state" / "catalog-cache.json").is_file()  # the prescan did its work
+    assert list((tmp_path / "state" / "catalog-cache").glob("*.json"))  # the prescan did its work
     assert not marker.exists()
 
 
