@@ -6,11 +6,10 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import stat
 import sys
 from collections.abc import Sequence
 
-from ..serve.early_answers import EarlyStart, answer_cache, serve_early, serves_stdio
+from ..serve.early_answers import EarlyStart, answer_cache, is_wire, serve_early, serves_stdio
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -23,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _early_start(argv: list[str]) -> EarlyStart | None:
     if not argv or (argv[0].startswith("--") and argv[0] not in ("--help", "--version")):
         argv = ["serve", *argv]
-    if os.environ.get("MCP_SUBAGENTS_AGENT_SERVER") or not serves_stdio(argv, os.environ) or not _wire(1):
+    if os.environ.get("MCP_SUBAGENTS_AGENT_SERVER") or not serves_stdio(argv, os.environ) or not is_wire(1):
         return None
     gc.disable()  # as `commands` does for a start-up: what it builds lives as long as the process
     return serve_early(answer_cache(argv, os.environ, os.getcwd()), _load)
@@ -33,11 +32,3 @@ def _load() -> None:
     """Import what a start-up needs, beside the early answers."""
     importlib.import_module("mcp_subagents.cli.commands")
     importlib.import_module("mcp_subagents.cli.serve")
-
-
-def _wire(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

@@ -11,6 +11,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 from ..core.errors import ConfigError
 from ..core.names import PERMISSION_MODES
+from ..core.state import default_state_dir
 from .claude_settings import SELECTABLE_LEVELS, default_managed_settings_file
 
 Transport: TypeAlias = Literal["stdio", "sse", "streamable-http"]
@@ -22,11 +23,6 @@ AGENT_SERVER_MARKER = "MCP_SUBAGENTS_AGENT_SERVER"
 """Set in the environment of every MCP server an agent starts: an mcp-subagents that finds it refuses to run, so a
 server list that names this server (directly or through a wrapper script) cannot make it start itself over and
 over."""
-
-
-def _default_state_dir(environ: Mapping[str, str]) -> Path:
-    base = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".local" / "state")
-    return Path(base) / "mcp-subagents"
 
 
 MAX_MODEL_PROCESSES = 4
@@ -66,7 +62,7 @@ class Settings:
     """Which of the user, project and local settings files are read (`--setting-sources`)."""
     model: str = "sonnet"
     provider: str | None = None
-    state_dir: Path = field(default_factory=lambda: _default_state_dir(os.environ))
+    state_dir: Path = field(default_factory=lambda: default_state_dir(os.environ))
     max_turns: int = 50
     max_result_chars: int = 80_000
     max_tokens: int | None = None
@@ -508,7 +504,7 @@ def _convert(option: Option, given: Any, origin: str) -> Any:
 def _build(values: dict[str, Any], environ: Mapping[str, str]) -> Settings:
     known = {f.name for f in fields(Settings)}
     values = {k: v for k, v in values.items() if k in known}
-    values.setdefault("state_dir", _default_state_dir(environ))
+    values.setdefault("state_dir", default_state_dir(environ))
     if environ.get("CLAUDE_CONFIG_DIR"):
         values["claude_dir"] = Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
     elif "HOME" in environ:

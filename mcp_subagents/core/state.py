@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -17,6 +18,14 @@ FILE_MODE = 0o600
 TASK_FILE_SUFFIXES = (".jsonl", ".output")
 TASK_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 EARLY_ANSWERS_FILE = "early-answers.json"
+
+
+def default_state_dir(environ: Mapping[str, str]) -> Path:
+    """Where tasks and caches live when nothing names a folder: `$XDG_STATE_HOME/mcp-subagents`."""
+    base = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".local" / "state")
+    return Path(base) / "mcp-subagents"
+
+
 """The answers a stdio server gives before it has loaded (`serve.early_answers`), in the state directory."""
 """What a task id looks like: it names the task's files here, so nothing else is taken for one."""
 

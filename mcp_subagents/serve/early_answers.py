@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..core.state import EARLY_ANSWERS_FILE
+from ..config.json_file import replace_json
+from ..core.state import DIRECTORY_MODE, EARLY_ANSWERS_FILE, default_state_dir
 from ..core.version import __version__
 
 LISTEN = "subscriptions/listen"
@@ -67,7 +68,8 @@ class AnswerCache:
         data[self.key] = answers
         while len(data) > KEPT_CONFIGURATIONS:
             data.pop(next(iter(data)))
-        _write(self.path, data)
+        with contextlib.suppress(OSError):  # the answers are only for speed: a start without them is slower
+            replace_json(self.path, data, folder_mode=DIRECTORY_MODE)
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -90,18 +92,6 @@ def _read(path: Path) -> dict[str, Any]:
     return cast("dict[str, Any]", data) if isinstance(data, dict) else {}
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump(data, file, separators=(",", ":"))
-        os.replace(temporary, path)  # a rename: never a half-written file, and a symlink at `path` is replaced
-    with contextlib.suppress(OSError):
-        temporary.unlink()
-
-
 def answer_cache(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> AnswerCache:
     """Where this configuration's answers are kept: the state directory, under a digest of what shapes them."""
     shaping = [
@@ -121,8 +111,7 @@ def _state_dir(argv: Sequence[str], environ: Mapping[str, str]) -> Path:
             return Path(word.removeprefix("--state-dir=")).expanduser()
     if named := environ.get("MCP_SUBAGENTS_STATE_DIR"):
         return Path(named).expanduser()
-    base = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".local" / "state")
-    return Path(base) / "mcp-subagents"
+    return default_state_dir(environ)
 
 
 def serves_stdio(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
@@ -135,10 +124,13 @@ def serves_stdio(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
             transport = argv[index + 1]
         elif word.startswith("--transport="):
             transport = word.removeprefix("--transport=")
-    if transport != "stdio":
-        return False
+    return transport == "stdio" and is_wire(0)
+
+
+def is_wire(fd: int) -> bool:
+    """`fd` is a pipe or a socket: what a host hands its stdio server (not a terminal, not a file)."""
     try:
-        mode = os.fstat(0).st_mode
+        mode = os.fstat(fd).st_mode
     except OSError:
         return False
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

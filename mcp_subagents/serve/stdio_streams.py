@@ -26,7 +26,7 @@ from typing import Any
 
 import anyio
 
-from .early_answers import ACKNOWLEDGED
+from .early_answers import ACKNOWLEDGED, is_wire
 from .early_check import EarlyCheck
 from .jsonrpc_guard import wire_json
 
@@ -73,11 +73,6 @@ def _nonblocking_writer(fd: int, stack: ExitStack) -> LineWriter | None:
         stack.callback(os.close, own)
         return LineWriter(own, lambda data: os.write(own, data))
     return None
-
-
-def _readable_wire(fd: int) -> bool:
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISSOCK(mode) or stat.S_ISFIFO(mode)
 
 
 def _divert(fd: int, stack: ExitStack, replacement: Callable[[], int]) -> int:
@@ -194,7 +189,7 @@ def _claim(stack: ExitStack) -> tuple[int, LineWriter] | None:
     """The private descriptor stdin is read from and a non-blocking writer for stdout, both diverted from fd 0 and
     fd 1 for as long as `stack` is open; None when they are not both pipes or sockets."""
     try:
-        if not (_readable_wire(0) and _readable_wire(1)):
+        if not (is_wire(0) and is_wire(1)):
             return None
         writer = _nonblocking_writer(1, stack)
         if writer is None:
