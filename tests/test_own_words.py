@@ -245,7 +245,7 @@ async def test_the_texts_gathered_cover_every_prompt_and_tool(tmp_path: Path, fa
     sent = [text for text in texts if text.where.startswith("subagent request 1: ")]
     tool_names = {text.text for text in sent if re.fullmatch(r".*\.tools\[\d+\]\.name", text.where)}
     assert tool_names >= {"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite", "WebSearch"}
-    assert tool_names >= {"Skill", "Task"}
+    assert tool_names >= {"Skill", "Agent"}
     system = "\n".join(text.text for text in sent if ".system[" in text.where)
     for marker in ("SCOUT-BODY", "agent-memory", "TIDY-SKILL", "git worktree"):
         assert marker in system, marker  # the body, memory, the skills listing, the worktree note

@@ -30,9 +30,7 @@ def resumer(app: Subagents) -> Resumer:
     async def resume(task_id: str, prompt: str) -> str:
         summary = read_summary(find_task(app.settings.state_dir, task_id))
         owner = summary.header.owner if summary is not None else ""
-        arguments = TaskRequest(
-            description="resumed from the dashboard", prompt=prompt, subagent_type="", resume=task_id
-        )
+        arguments = TaskRequest(description="resumed from the dashboard", prompt=prompt, resume=task_id)
         record = app.launch(arguments, principal=owner)
         await record.opened.wait()  # the page asks for the new task's transcript as soon as it has the answer
         return record.id

@@ -58,9 +58,7 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
     err = sys.stderr
     app = Subagents(settings)
     async with app.running():
-        arguments = TaskRequest(
-            description="run from the shell", prompt=prompt, subagent_type=agent or "", resume=resume
-        )
+        arguments = TaskRequest(description="run from the shell", prompt=prompt, subagent_type=agent, resume=resume)
         try:
             record = app.launch(arguments)
         except SubagentsError as exc:

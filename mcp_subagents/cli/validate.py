@@ -61,7 +61,7 @@ _NAME_STYLE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 """Claude Code's own agents are named `general-purpose`, `Explore`, `Plan`: letters of either case, digits, hyphens."""
 NO_AGENT_FILE: Final = (
     "no agent file found: agent files are Markdown files (*.md) that start with a '---' frontmatter block "
-    "(a README.md without one is skipped)"
+    "(Markdown without one, such as a README.md, is skipped)"
 )
 
 

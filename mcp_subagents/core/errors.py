@@ -28,9 +28,10 @@ class DefinitionError(SubagentsError):
 class UnknownAgentError(SubagentsError):
     """A Task asked for a subagent type that is not loaded."""
 
-    def __init__(self, name: str, available: list[str]) -> None:
+    def __init__(self, name: str, available: list[str], *, failed: tuple[str, str] | None = None) -> None:
         listed = ", ".join(available) if available else "(none)"
-        super().__init__(f"Agent type '{name}' not found. Available agents: {listed}")
+        why = f" The file {failed[0]} defines it but did not load: {failed[1]}." if failed else ""
+        super().__init__(f"Agent type '{name}' not found.{why} Available agents: {listed}")
         self.name = name
         self.available = available
 

@@ -16,8 +16,11 @@ PER_RUN_TOOL_NAMES: Final[tuple[str, ...]] = ("WebSearch", "Skill")
 exist)."""
 AGENT_TOOLS: Final[frozenset[str]] = frozenset({"Task", "Agent"})
 """Claude Code's tools that launch subagents: recognised in definitions and rules, never given to a subagent."""
-NESTED_TOOL_NAME: Final = "Task"
-"""The name of the tool a subagent launches nested subagents with."""
+NESTED_TOOL_NAME: Final = "Agent"
+"""The name of the tool a subagent launches nested subagents with: Claude Code's current name (`Task` is the old one,
+still accepted in agent files, permission rules and hook matchers)."""
+DEFAULT_AGENT: Final = "general-purpose"
+"""The agent a Task runs when it names none, as in Claude Code."""
 
 ModelAlias: TypeAlias = Literal["sonnet", "opus", "haiku", "fable"]
 MODEL_ALIASES: Final[Mapping[str, str]] = {

@@ -147,8 +147,18 @@ class Catalog:
         """
         definition = self.agents.get(name)
         if definition is None:
-            raise UnknownAgentError(name, list(self.agents))
+            raise self.unknown(name)
         return definition
+
+    def unknown(self, name: str) -> UnknownAgentError:
+        """The error for a Task that names no loaded agent; it names the file that meant to define `name` and why
+        that file failed to load, when one did (a file named after the agent)."""
+        failed = next((error for error in self.errors if Path(error.path).stem == name), None)
+        if failed is None:
+            failed = next((error for error in self.errors if Path(error.path).stem.casefold() == name.casefold()), None)
+        return UnknownAgentError(
+            name, list(self.agents), failed=(failed.path, failed.error) if failed is not None else None
+        )
 
 
 def builtin_agents_dir() -> Path | None:
@@ -387,10 +397,11 @@ class _Scan:
 
 
 def read_definition_text(path: str) -> str | LoadError | None:
-    """The file's text; a `LoadError` when unreadable or not UTF-8; None for a README.md without frontmatter.
+    """The file's text; a `LoadError` when unreadable or not UTF-8; None for a file without frontmatter.
 
-    A README.md that explains an agents folder is not an agent, so it is skipped silently; any other file
-    without frontmatter is reported by the parser.
+    A Markdown file with no frontmatter at all (a README.md, CLAUDE.md or CONTRIBUTING.md kept beside the agents) is
+    not an agent, so it is skipped silently, as Claude Code skips it; a file whose frontmatter is broken is an agent
+    file with a fault, and the parser reports it.
     """
     try:
         text = _read_bytes(path).decode("utf-8")
@@ -398,7 +409,7 @@ def read_definition_text(path: str) -> str | LoadError | None:
         return LoadError(path, f"cannot read: {exc.strerror or exc}")
     except UnicodeDecodeError as exc:
         return LoadError(path, f"not UTF-8 text (invalid byte at offset {exc.start})")
-    if os.path.basename(path).lower() == "readme.md" and not has_frontmatter(text):
+    if not has_frontmatter(text):
         return None
     return text
 

@@ -83,7 +83,7 @@ class TaskCalls:
         app = self.app
         arguments = dict(params.arguments or {})
         catalog = await app.catalog_for_task(arguments.get("subagent_type"))
-        args = parse_task(arguments, list(catalog.names()))
+        args = parse_task(arguments, catalog)
         state = round_state(params.request_state)
         responses = params.input_responses or {}
         shown: list[str] = []
@@ -108,7 +108,7 @@ class TaskCalls:
                 args, catalog=catalog, roots=roots, principal=principal_of(ctx.request), trace_meta=params.meta
             )
         except LaunchRefusedError as exc:
-            return _text(task_error(args.subagent_type, exc.message), is_error=True)
+            return _text(task_error(args.agent or "", exc.message), is_error=True)
         if record.background:
             await record.opened.wait()  # the answer names the output file: it exists by then
             return _text(launched_text(record))

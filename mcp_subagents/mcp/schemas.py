@@ -9,8 +9,9 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..core.errors import InvalidArgumentsError, UnknownAgentError
+from ..core.errors import InvalidArgumentsError
 from ..core.json_values import JsonObject
+from ..definitions import Catalog
 from ..permissions.asking import Choice
 from ..runtime.request import TaskRequest
 
@@ -106,16 +107,16 @@ def host_schema(model: type[BaseModel]) -> JsonObject:
     return shaped
 
 
-def parse_task(arguments: Mapping[str, Any], agent_names: Sequence[str]) -> TaskRequest:
+def parse_task(arguments: Mapping[str, Any], catalog: Catalog) -> TaskRequest:
     """The host's Task arguments, checked.
 
     Raises:
         InvalidArgumentsError: naming each bad field and what it accepts.
-        UnknownAgentError: `subagent_type` names no loaded agent.
+        UnknownAgentError: `subagent_type` (general-purpose when left out) names no loaded agent.
     """
     request = parse_arguments("Task", TaskRequest, arguments)
-    if request.subagent_type not in agent_names:
-        raise UnknownAgentError(request.subagent_type, list(agent_names))
+    if request.agent is not None and catalog.get(request.agent) is None:
+        raise catalog.unknown(request.agent)
     return request
 
 

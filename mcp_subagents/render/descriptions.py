@@ -36,7 +36,8 @@ def task_description(agents: Iterable[AgentLine]) -> str:
     return (
         "Hand a task to a subagent: a separate model run that works through it on its own, with the tools its "
         "agent type grants, and answers with one final report.\n\n"
-        f"Agent types (choose one with subagent_type) and their tools:\n{listing}\n\n{TASK_USAGE_NOTES}"
+        "Agent types (choose one with subagent_type; left out, general-purpose runs) and their tools:\n"
+        f"{listing}\n\n{TASK_USAGE_NOTES}"
     )
 
 

@@ -1,4 +1,5 @@
-"""Nested subagents: the `Task` tool a subagent gets when its tools allow it and the depth limit leaves room.
+"""Nested subagents: the `Agent` tool (Claude Code's `Task` before it renamed it) a subagent gets when its tools
+allow it and the depth limit leaves room.
 
 `tools: Task` (or `Agent`, or no `tools` at all) lets an agent launch any agent; `Task(reviewer, tester)` only
 those. The nested task runs in the foreground of the tool call that launched it: the parent waits for its result,
@@ -15,7 +16,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..core.json_values import JsonObject
-from ..core.names import AGENT_TOOLS, EFFORT_LEVELS, NESTED_TOOL_NAME, EffortLevel, ModelAlias
+from ..core.names import AGENT_TOOLS, DEFAULT_AGENT, EFFORT_LEVELS, NESTED_TOOL_NAME, EffortLevel, ModelAlias
 from ..definitions import AgentDefinition, tool_base_name
 from ..models.resolve import TASK_MODEL_CHOICES
 from ..tools.base import Tool, ToolContext, ToolInput, input_schema
@@ -24,7 +25,9 @@ from ..tools.base import Tool, ToolContext, ToolInput, input_schema
 class NestedTaskInput(ToolInput):
     description: str = Field(description="A label of three to five words for the task")
     prompt: str = Field(description="The instructions the subagent works from")
-    subagent_type: str = Field(description="Which agent type runs the task")
+    subagent_type: str = Field(
+        default=DEFAULT_AGENT, description=f"Which agent type runs the task; {DEFAULT_AGENT} when left out"
+    )
     model: ModelAlias | None = Field(
         default=None, description="Optional model for this agent; overrides its definition's"
     )
@@ -90,7 +93,8 @@ def _schema(names: tuple[str, ...]) -> JsonObject:
     Callers must not mutate it."""
     schema = dict(input_schema(NestedTaskInput))
     properties = dict(schema["properties"])
-    properties["subagent_type"] = {**properties["subagent_type"], "enum": list(names)}
+    chosen = {key: value for key, value in properties["subagent_type"].items() if key != "default"}
+    properties["subagent_type"] = {**chosen, "enum": list(names)}
     properties["model"] = {
         "type": "string",
         "enum": list(TASK_MODEL_CHOICES),

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.names import EffortLevel, ModelAlias
+from ..core.names import DEFAULT_AGENT, EffortLevel, ModelAlias
 
 
 class TaskRequest(BaseModel):
@@ -17,7 +17,9 @@ class TaskRequest(BaseModel):
 
     description: str = Field(description="A label of three to five words for the task")
     prompt: str = Field(description="The instructions the subagent works from")
-    subagent_type: str = Field(description="Which agent type runs the task")
+    subagent_type: str | None = Field(
+        default=None, description=f"Which agent type runs the task; {DEFAULT_AGENT} when left out"
+    )
     model: ModelAlias | None = Field(
         default=None, description="Optional model for this agent; overrides the agent definition's model."
     )
@@ -44,3 +46,11 @@ class TaskRequest(BaseModel):
         description='"worktree" runs the agent in its own git worktree on a new branch, so its edits do not touch '
         "the checkout; the worktree is kept (and named in the result) if it changed something.",
     )
+
+    @property
+    def agent(self) -> str | None:
+        """The agent asked for: the one named, else the default one; None when resuming without a name (the task's
+        own agent goes on)."""
+        if self.subagent_type:
+            return self.subagent_type
+        return None if self.resume else DEFAULT_AGENT

@@ -20,7 +20,7 @@ from ..config.claude_settings import ClaudeSettings
 from ..core.errors import ProviderNotConfiguredError, SubagentsError
 from ..core.hook_points import ToolGate
 from ..core.messages import Message, Usage, UserMessage
-from ..core.names import MODEL_ALIASES, PER_RUN_TOOL_NAMES
+from ..core.names import DEFAULT_AGENT, MODEL_ALIASES, PER_RUN_TOOL_NAMES
 from ..core.principals import LOCAL_PRINCIPAL
 from ..definitions import AgentDefinition, Catalog, missing_tools, require_some_tool
 from ..definitions.trust import without_plugin_extras
@@ -83,9 +83,9 @@ class RunAssembly:
         host = self._host
         history: list[Message] = []
         if request.resume:
-            definition, history = self._resumed(request.resume, request.subagent_type, principal, catalog)
+            definition, history = self._resumed(request.resume, request.agent, principal, catalog)
         else:
-            definition = host.definition(request.subagent_type, catalog)
+            definition = host.definition(request.agent or DEFAULT_AGENT, catalog)
         definition = self._as_it_runs(definition)
         if not host.model_configured:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
@@ -114,7 +114,7 @@ class RunAssembly:
         )
 
     def _resumed(
-        self, task_id: str, agent: str, principal: str, catalog: Catalog | None
+        self, task_id: str, agent: str | None, principal: str, catalog: Catalog | None
     ) -> tuple[AgentDefinition, list[Message]]:
         """The agent and the conversation of the finished task `task_id`, which `agent` (when given) must have run.
 

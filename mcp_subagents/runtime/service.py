@@ -20,7 +20,7 @@ from ..config.claude_settings import ClaudeSettings, ClaudeSettingsFiles
 from ..config.settings import Settings
 from ..config.trust import project_trust
 from ..core.environment import scrubbed_environment, secret_values
-from ..core.errors import ConfigError, UnknownAgentError
+from ..core.errors import ConfigError
 from ..core.principals import LOCAL_PRINCIPAL
 from ..core.redaction import Redactor
 from ..core.state import prepare_state_dir
@@ -348,7 +348,7 @@ class Subagents:
         catalog = catalog or self.catalog()
         definition = catalog.get(name)
         if definition is None:
-            raise UnknownAgentError(name, list(catalog.names()))
+            raise catalog.unknown(name)
         return definition
 
     def _open_control_channel(self, group: TaskGroup) -> None:

@@ -154,7 +154,7 @@ def test_validate_without_any_agent_file_says_so_and_exits_1(
         out, err = capsys.readouterr()
         assert out == (
             f"{path}: no agent file found: agent files are Markdown files (*.md) that start with a '---' "
-            "frontmatter block (a README.md without one is skipped)\n"
+            "frontmatter block (Markdown without one, such as a README.md, is skipped)\n"
         )
         assert "all files are valid" not in err and "1 file(s) failed" in err
 

@@ -61,7 +61,6 @@ ALSO_LOADED_HERE = {"no-name", "12345"}
 REJECTED = {
     "colon-name.md": "invalid name 'ns:colon': names must not contain ':'",
     "no-desc.md": "missing required field 'description'",
-    "no-frontmatter.md": "no YAML frontmatter",
 }
 REFERENCE = SHARED / "reference" / "claude-code-2.1.328"
 
@@ -104,3 +103,13 @@ def test_the_table_matches_the_capture() -> None:
     listed = set(re.findall(r"^- (.+?): ", capture["cc_listing"], re.MULTILINE))
     builtins = {"claude", "Explore", "general-purpose", "Plan", "statusline-setup"}
     assert listed - builtins == CLAUDE_CODE_LOADS
+
+
+def test_a_file_without_frontmatter_is_skipped_as_silently_as_claude_code_skips_it(project: Path) -> None:
+    require_shared(REFERENCE / "acceptance.json", "Claude Code reference capture")
+    capture = json.loads((REFERENCE / "acceptance.json").read_text(encoding="utf-8"))
+    catalog = CatalogLoader(DefinitionSources(project_root=project)).load()
+
+    assert not [line for line in capture["cc_debug"] if "no-frontmatter" in line]  # not even a debug line
+    assert not [error for error in catalog.errors if "no-frontmatter" in error.path]
+    assert "no-frontmatter" not in catalog.names()

@@ -181,7 +181,7 @@ def test_broken_files_are_reported_with_reasons_and_good_files_still_load(tmp_pa
     folder = tmp_path / "agents"
     agent(folder, "good")
     write(folder / "bad-yaml.md", '---\nname: x\ndescription: d\ntools: "Read\n---\n')
-    write(folder / "no-frontmatter.md", "# Notes\n")
+    write(folder / "no-frontmatter.md", "# Notes\n")  # not an agent file: skipped quietly, as Claude Code does
     write(folder / "no-description.md", "---\nname: nodesc\n---\nBody.\n")
     write(folder / "bad-name.md", "---\nname: a:b\ndescription: d\n---\n")
     write(folder / "latin1.md", "---\nname: caf\xe9\ndescription: d\n---\n".encode("latin-1"))
@@ -189,12 +189,22 @@ def test_broken_files_are_reported_with_reasons_and_good_files_still_load(tmp_pa
     catalog = load(user_dir=folder)
     assert catalog.names() == ("good",)
     reasons = {Path(e.path).name: e.error for e in catalog.errors}
-    assert sorted(reasons) == ["bad-name.md", "bad-yaml.md", "latin1.md", "no-description.md", "no-frontmatter.md"]
+    assert sorted(reasons) == ["bad-name.md", "bad-yaml.md", "latin1.md", "no-description.md"]
     assert reasons["bad-yaml.md"].startswith("invalid YAML frontmatter at line")
-    assert reasons["no-frontmatter.md"].startswith("no YAML frontmatter")
     assert reasons["no-description.md"].startswith("missing required field 'description'")
     assert reasons["bad-name.md"].startswith("invalid name 'a:b'")
     assert reasons["latin1.md"].startswith("not UTF-8 text")
+
+
+def test_markdown_without_frontmatter_is_not_an_agent_and_no_error(tmp_path: Path) -> None:
+    folder = tmp_path / "agents"
+    agent(folder, "good")
+    write(folder / "CLAUDE.md", "# House rules\nBe brief.\n")
+    write(folder / "CONTRIBUTING.md", "\n\nSend patches.\n")
+    write(folder / "broken.md", "---\nname: broken\n---\nNo description.\n")
+    catalog = load(user_dir=folder)
+    assert catalog.names() == ("good",)
+    assert [Path(error.path).name for error in catalog.errors] == ["broken.md"]
 
 
 def test_a_readme_with_frontmatter_is_an_agent(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ async def test_task_reads_a_file_via_the_anthropic_api(tmp_path: Path, fake: Fak
         "WebFetch",
         "WebSearch",
         "TodoWrite",
-        "Task",  # no `tools` field: all tools, the nested Task tool included, as in Claude Code
+        "Agent",  # no `tools` field: all tools, the nested Agent tool included, as in Claude Code
     }
     tool_result = second["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result" and "remember the milk" in json.dumps(tool_result["content"])

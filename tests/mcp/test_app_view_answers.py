@@ -183,7 +183,7 @@ async def test_a_nested_tasks_question_is_on_the_card_of_the_task_the_person_lau
     def respond(request: ModelRequest) -> ModelResponse:
         if "Delegate." in str(request.messages[0]):
             if len(request.messages) == 1:
-                return tool_call("Task", {"description": "make", "prompt": "Work.", "subagent_type": "worker"})
+                return tool_call("Agent", {"description": "make", "prompt": "Work.", "subagent_type": "worker"})
             return report_results(request)
         if len(request.messages) == 1:
             return tool_call("Bash", {"command": "echo made > made.txt"})

@@ -20,7 +20,7 @@ async def test_lists_exactly_the_three_tools_with_the_contract_schemas(tmp_path:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert list(tools) == ["Task", "TaskOutput", "TaskStop"]
     task = tools["Task"].input_schema
-    assert task["required"] == ["description", "prompt", "subagent_type"]
+    assert task["required"] == ["description", "prompt"]  # no subagent_type: general-purpose, as in Claude Code
     assert set(task["properties"]) == {
         "description",
         "prompt",
@@ -176,3 +176,23 @@ async def test_max_turns_is_the_smallest_of_task_definition_and_server(tmp_path:
     assert "Stopped at the turn limit (3 turns)" in text_of(capped_by_definition)
     assert "turns: 1" in text_of(capped_by_task)
     assert not capped_by_definition.is_error
+
+
+async def test_a_task_without_subagent_type_runs_general_purpose(tmp_path: Path, mode: str) -> None:
+    async with connected(make_settings(tmp_path), mode=mode, model=ScriptedModel([text("done")])) as client:
+        result = await client.call_tool("Task", {"description": "d", "prompt": "p"})
+    assert not result.is_error
+    assert 'agent="general-purpose"' in text_of(result)
+
+
+async def test_an_agent_file_that_failed_to_load_is_named_in_not_found(tmp_path: Path, mode: str) -> None:
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    broken = settings.cwd / ".claude" / "agents" / "nodesc.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\nname: nodesc\n---\nNo description.\n", encoding="utf-8")
+    async with connected(settings, mode=mode) as client:
+        result = await client.call_tool("Task", {**TASK, "subagent_type": "nodesc"})
+    text = text_of(result)
+    assert result.is_error and "Agent type 'nodesc' not found" in text
+    assert str(broken) in text and "missing required field 'description'" in text

@@ -32,7 +32,7 @@ def relay(request: ModelRequest) -> ModelResponse:
     last = request.messages[-1]
     if isinstance(last, ToolResultMessage):
         return text(f"below me: {last.results[0].content}")
-    return tool_call("Task", nested("relay"))
+    return tool_call("Agent", nested("relay"))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -47,9 +47,9 @@ async def test_nesting_goes_to_the_depth_limit_and_no_further(tmp_path: Path, mo
         body = text_of(await client.call_tool("Task", task("relay")))
         top = re.findall(r"task_id: (\w+)", body)[-1]  # the outer usage line comes last
         status = text_of(await client.call_tool("TaskOutput", {"task_id": top}))
-    with_task = [any(tool.name == "Task" for tool in request.tools) for request in requests]
+    with_task = [any(tool.name == "Agent" for tool in request.tools) for request in requests]
     assert with_task == [True, True, False, False, True, True]  # depth 1, 2, 3 (no Task), 3, then 2 and 1 report
-    assert "no tool named 'Task' is available to this agent" in body  # depth 3 tried one level more
+    assert "no tool named 'Agent' is available to this agent" in body  # depth 3 tried one level more
     assert body.count("below me:") == 3  # each level reported what came back from the one below
     assert "input_tokens: 60" in body.rsplit("<usage>", 1)[1]  # six requests of 10 input tokens, all counted at the top
     tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
@@ -65,13 +65,13 @@ async def test_task_with_agent_names_limits_what_may_be_launched(tmp_path: Path)
     write_agent(settings.user_agents_dir, "writer", description="writes")
     model = ScriptedModel(
         [
-            tool_call("Task", nested("writer")),
+            tool_call("Agent", nested("writer")),
             lambda request: text(f"refused: {last_results(request)[0].content}"),
         ]
     )
     async with connected(settings, model=model) as client:
         body = text_of(await client.call_tool("Task", task("lead")))
-    [task_tool] = [tool for tool in model.requests[0].tools if tool.name == "Task"]
+    [task_tool] = [tool for tool in model.requests[0].tools if tool.name == "Agent"]
     assert task_tool.input_schema["properties"]["subagent_type"]["enum"] == ["reviewer"]
     assert "- reviewer: reviews" in task_tool.description and "writer" not in task_tool.description
     assert "This agent may not launch 'writer'. It may launch: reviewer" in body
@@ -81,7 +81,7 @@ async def test_max_depth_one_means_no_nesting(tmp_path: Path) -> None:
     model = ScriptedModel([text("alone")])
     async with connected(make_settings(tmp_path, max_depth=1), model=model) as client:
         await client.call_tool("Task", task("general-purpose"))
-    assert "Task" not in [tool.name for tool in model.requests[0].tools]
+    assert "Agent" not in [tool.name for tool in model.requests[0].tools]
 
 
 class Tree:
@@ -115,7 +115,7 @@ class Tree:
         if isinstance(request.messages[-1], ToolResultMessage):
             return text(f"all {len(last_results(request))} answered")
         calls = tuple(
-            ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
+            ToolCall(id=f"c{index}", name="Agent", arguments=nested("general-purpose", f"child {index}"))
             for index in range(self.children)
         )
         return ModelResponse(parts=calls, stop_reason="tool_use")
@@ -149,7 +149,7 @@ async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path)
         if isinstance(last, ToolResultMessage):
             return text("both answered")
         calls = tuple(
-            ToolCall(id=f"c{index}", name="Task", arguments=nested("general-purpose", f"child {index}"))
+            ToolCall(id=f"c{index}", name="Agent", arguments=nested("general-purpose", f"child {index}"))
             for index in range(2)
         )
         return ModelResponse(parts=calls, stop_reason="tool_use")
@@ -171,7 +171,7 @@ async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path)
 
 async def test_a_nested_task_needs_no_free_slot_in_the_queue(tmp_path: Path) -> None:
     model = ScriptedModel(
-        [tool_call("Task", nested("general-purpose", "Say hi.")), text("hi from below"), text("done above")]
+        [tool_call("Agent", nested("general-purpose", "Say hi.")), text("hi from below"), text("done above")]
     )
     async with connected(make_settings(tmp_path, max_concurrent=1), model=model) as client:
         with anyio.fail_after(10):
@@ -187,7 +187,7 @@ async def test_stopping_the_parent_stops_the_nested_task(tmp_path: Path) -> None
         if isinstance(first, UserMessage) and first.content == "Wait below.":
             arrived.set()
             await never.wait()
-        return tool_call("Task", nested("general-purpose", "Wait below."))
+        return tool_call("Agent", nested("general-purpose", "Wait below."))
 
     async with connected(make_settings(tmp_path), model=FunctionModel(respond)) as client:
         launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
@@ -217,7 +217,7 @@ async def test_a_nested_task_asks_the_person_through_the_hosts_call(tmp_path: Pa
             return text(("wrote: " if below else "child said: ") + last.results[0].content)
         if below:
             return tool_call("Write", {"file_path": "from-below.txt", "content": "nested"})
-        return tool_call("Task", nested("general-purpose", "Write it."))
+        return tool_call("Agent", nested("general-purpose", "Write it."))
 
     async with connected(settings, mode=mode, model=FunctionModel(respond), elicitation_callback=host) as client:
         body = text_of(await client.call_tool("Task", task("general-purpose")))
@@ -262,7 +262,7 @@ class Looper:
         last = request.messages[-1]
         if isinstance(last, ToolResultMessage):
             return text(" || ".join(result.content for result in last.results))
-        calls = tuple(ToolCall(id=f"c{i}", name="Task", arguments=launch) for i, launch in enumerate(self.launches))
+        calls = tuple(ToolCall(id=f"c{i}", name="Agent", arguments=launch) for i, launch in enumerate(self.launches))
         return ModelResponse(parts=calls, stop_reason="tool_use")
 
 

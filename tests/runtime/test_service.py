@@ -71,17 +71,17 @@ def test_disallowed_tools_apply_first_then_tools() -> None:
         available,
     )
     assert list(chosen.tools) == ["Read", "Bash"]
-    # No Task tool in this run (it is at the depth limit): Task and Agent(x) are not unknown tools.
+    # No Agent tool in this run (it is at the depth limit): Task and Agent(x) are not unknown tools.
     assert [item.entry for item in chosen.missing] == ["WebSearch"]
 
 
 def test_task_entries_and_mcp_wildcards_select_the_runs_extension_tools() -> None:
-    available = {**builtin_tools(), **{name: builtin_tools()["Read"] for name in ("Task", "mcp__gh__a", "mcp__gh__b")}}
+    available = {**builtin_tools(), **{name: builtin_tools()["Read"] for name in ("Agent", "mcp__gh__a", "mcp__gh__b")}}
     by_agent = select_tools(definition(tools=("Agent(reviewer)",)), available).tools
     by_wildcard = select_tools(definition(tools=("mcp__gh__*",), disallowed_tools=("mcp__gh__b",)), available).tools
     by_server = select_tools(definition(tools=("mcp__gh",)), available).tools
     without = select_tools(definition(tools=("Read", "mcp__other__*"), disallowed_tools=("Task",)), available)
-    assert list(by_agent) == ["Task"]
+    assert list(by_agent) == ["Agent"]
     assert list(by_wildcard) == ["mcp__gh__a"] and list(by_server) == ["mcp__gh__a", "mcp__gh__b"]
     assert list(without.tools) == ["Read"] and [item.entry for item in without.missing] == ["mcp__other__*"]
     assert "does not list" in without.missing[0].reason  # the agent's mcpServers names no server 'other'

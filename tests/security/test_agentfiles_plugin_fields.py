@@ -45,7 +45,7 @@ async def test_a_plugin_agents_hooks_servers_and_mode_are_ignored(host_tmp: Path
     write = turn(tool_use("Write", {"file_path": "notes.txt", "content": "written unasked"}))
     if launched == "nested":
         launch = {"description": "edit", "prompt": "Write the notes.", "subagent_type": "helpers:editor"}
-        fake.push(turn(tool_use("Task", launch)), write, turn(text("done below")), turn(text("done")))
+        fake.push(turn(tool_use("Agent", launch)), write, turn(text("done below")), turn(text("done")))
         agent = "general-purpose"
     else:
         fake.push(write, turn(text("done")))

@@ -23,7 +23,9 @@ from .server import TASK, Scene, make_scene, tool_results
 pytestmark = pytest.mark.anyio
 
 WRITE = turn(tool_use("Write", {"file_path": "notes.txt", "content": "written unasked"}))
-LAUNCH_EDITOR = turn(tool_use("Task", {"description": "edit", "prompt": "Write the notes.", "subagent_type": "editor"}))
+LAUNCH_EDITOR = turn(
+    tool_use("Agent", {"description": "edit", "prompt": "Write the notes.", "subagent_type": "editor"})
+)
 
 
 def plant_editor(work: Path, folder: str, mode: str = "acceptEdits") -> None:

@@ -28,7 +28,7 @@ CHILD_PROMPT = "child: list the files, again and again"
 
 def nested_task(index: int = 0) -> Any:
     return tool_use(
-        "Task", {"description": f"child {index}", "prompt": CHILD_PROMPT, "subagent_type": "general-purpose"}
+        "Agent", {"description": f"child {index}", "prompt": CHILD_PROMPT, "subagent_type": "general-purpose"}
     )
 
 

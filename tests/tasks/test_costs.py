@@ -328,7 +328,7 @@ def spending_tree(*agents: str) -> FunctionModel:
             return turn(call=None)
         launch = {"description": "d", "prompt": "child", "subagent_type": agents[done]}
         return ModelResponse(
-            parts=(ToolCall(id=f"t{done}", name="Task", arguments=launch),), stop_reason="tool_use", usage=TURN_USAGE
+            parts=(ToolCall(id=f"t{done}", name="Agent", arguments=launch),), stop_reason="tool_use", usage=TURN_USAGE
         )
 
     return FunctionModel(respond)

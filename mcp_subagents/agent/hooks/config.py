@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias, cast
 
+from ...core.names import AGENT_TOOLS
 from ...permissions.rules import PermissionRule, RuleError, parse_rule
 
 HookEvent: TypeAlias = Literal[
@@ -114,9 +115,9 @@ class HookSet:
         return bool(self.groups)
 
     def handlers(self, event: HookEvent, subject: str) -> list[CommandHook]:
-        """The handlers of `event` whose group matches `subject`; the same command string runs once. A matcher for
-        Claude Code's `Agent` tool matches the nested `Task` tool too."""
-        subjects = (subject, "Agent") if subject == "Task" else (subject,)
+        """The handlers of `event` whose group matches `subject`; the same command string runs once. The nested
+        launching tool answers to both of its names: `Agent` and the old `Task`."""
+        subjects = tuple(sorted(AGENT_TOOLS)) if subject in AGENT_TOOLS else (subject,)
         found: dict[str, CommandHook] = {}
         for group in self.groups:
             if group.event == event and any(group.matcher.matches(name) for name in subjects):
