@@ -11,13 +11,13 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from ..models.pricing import format_usd
 from ..render import outcome_text
+from ..render.envelopes import RecordedTask, recorded_task
 from ..render.inert import inert
 from ..render.questions import permission_message, waiting_text
 from ..render.rows import task_row
@@ -79,12 +79,13 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
     if not snapshots:
         print(f"No tasks in {state_dir}.", file=out)
         return 0
-    columns = ("ID", "STATE", "AGENT", "TURNS", "TOKENS", "COST", "ELAPSED", "DESCRIPTION")
+    columns = ("ID", "STATE", "AGENT", "MODEL", "TURNS", "TOKENS", "COST", "ELAPSED", "DESCRIPTION")
     rows = [columns] + [
         (
             s.task_id,
             _field(s.state),
             _field(s.header.agent),
+            _field(s.header.model or "-"),
             str(s.turns),
             f"{s.tokens:,}",
             "-" if s.cost_usd is None else format_usd(s.cost_usd),
@@ -105,13 +106,16 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
     cost = "tokens only (the model has no price)" if snapshot.cost_usd is None else format_usd(snapshot.cost_usd)
     lines = [
         f"task {header.task_id}  ({_field(header.agent)}: {_field(header.description)})",
-        f"state: {_field(snapshot.state)}   owner: {_field(header.owner)}   model: {_field(header.model or 'unknown')}",
+        f"state: {_field(snapshot.state)}   owner: {_field(header.owner)}   model: {_field(header.model or 'unknown')}"
+        + (f" (effort {_field(header.effort)})" if header.effort else ""),
         f"turns: {snapshot.turns}   tool uses: {snapshot.tool_uses}   tokens: {snapshot.tokens:,} "
         f"(input {u.input_tokens:,}, output {u.output_tokens:,}, cache write {u.cache_creation_tokens:,}, "
         f"cache read {u.cache_read_tokens:,})   cost: {cost}",
         f"created: {datetime.fromtimestamp(header.created):%Y-%m-%d %H:%M:%S}   "
         f"elapsed: {_duration(snapshot.elapsed_s)}",
     ]
+    if header.model_note:
+        lines.append(f"warning: {_field(header.model_note)}")
     if header.resumed_from:
         lines.append(f"resumed from: {_field(header.resumed_from)}")
     if snapshot.current_tools:
@@ -220,17 +224,8 @@ def os_user() -> str:
     return name if WHO.fullmatch(name) else f"uid-{os.getuid()}"
 
 
-@dataclass(frozen=True, slots=True)
-class _FinishedTask:
-    id: str
-    agent: str
-    output_path: Path
-    resumed_from: str | None
-
-
-def _record(snapshot: TaskSnapshot, transcript: Path) -> _FinishedTask:
-    header = snapshot.header
-    return _FinishedTask(header.task_id, header.agent, output_path(transcript), header.resumed_from)
+def _record(snapshot: TaskSnapshot, transcript: Path) -> RecordedTask:
+    return recorded_task(snapshot.header, output_path(transcript))
 
 
 def _read(path: Path) -> str:

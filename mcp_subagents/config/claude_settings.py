@@ -105,6 +105,15 @@ class ClaudeSettings:
         return None
 
     @property
+    def model(self) -> tuple[str, SettingsFile] | None:
+        """`model` of the highest level that sets one (the person's main model in Claude Code), with its file."""
+        for file in reversed(self.files):
+            model = file.data.get("model")
+            if isinstance(model, str) and model.strip():
+                return model.strip(), file
+        return None
+
+    @property
     def additional_directories(self) -> tuple[tuple[str, SettingsFile], ...]:
         """`permissions.additionalDirectories` of every level, each entry with the file that lists it."""
         found: list[tuple[str, SettingsFile]] = []

@@ -61,6 +61,10 @@ class Settings:
     setting_sources: tuple[str, ...] = SELECTABLE_LEVELS
     """Which of the user, project and local settings files are read (`--setting-sources`)."""
     model: str = "sonnet"
+    main_model: str | None = None
+    """The person's main model (`--main-model`): what agents with `model: inherit` or no model run on."""
+    anthropic_model: str | None = None
+    """`ANTHROPIC_MODEL` from the environment (Claude Code's main model when it started this server)."""
     provider: str | None = None
     state_dir: Path = field(default_factory=lambda: default_state_dir(os.environ))
     max_turns: int = 50
@@ -276,7 +280,17 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
 )
 
 RUN_OPTIONS: tuple[Option, ...] = (
-    Option("--model", "model", "default model for agents with model 'inherit' (default: sonnet)"),
+    Option(
+        "--model",
+        "model",
+        "model for agents with model 'inherit' or none when the main model is not known (default: sonnet)",
+    ),
+    Option(
+        "--main-model",
+        "main_model",
+        "the model your main session runs on: agents with model 'inherit' or none run on it "
+        "(default: ANTHROPIC_MODEL, else the model in Claude Code's settings, else --model)",
+    ),
     Option("--provider", "provider", "model provider (default: chosen by which API key is set)", choices=PROVIDERS),
     Option("--state-dir", "state_dir", "folder for task output files and transcripts", _path),
     Option("--max-turns", "max_turns", "server cap on model round trips per task (default: 50)", _positive_int),
@@ -505,6 +519,8 @@ def _build(values: dict[str, Any], environ: Mapping[str, str]) -> Settings:
     known = {f.name for f in fields(Settings)}
     values = {k: v for k, v in values.items() if k in known}
     values.setdefault("state_dir", default_state_dir(environ))
+    if environ.get("ANTHROPIC_MODEL", "").strip():
+        values.setdefault("anthropic_model", environ["ANTHROPIC_MODEL"].strip())
     if environ.get("CLAUDE_CONFIG_DIR"):
         values["claude_dir"] = Path(environ["CLAUDE_CONFIG_DIR"]).expanduser()
     elif "HOME" in environ:

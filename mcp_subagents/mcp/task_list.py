@@ -69,6 +69,9 @@ def task_entry(
         "parent_task_id": record.parent,
         "agent": record.agent,
         "description": record.description,
+        "model": record.model,
+        "effort": record.effort,
+        "model_note": record.model_note,
         "state": "waiting" if questions else record.state,
         "turn": progress.turn if outcome is None else (outcome.counts.turns if outcome.counts else progress.turn),
         "max_turns": progress.max_turns,
@@ -128,6 +131,8 @@ def _entry_text(entry: dict[str, Any]) -> str:
     if entry["cost_usd"] is not None:
         parts.append(format_usd(entry["cost_usd"]))
     parts.append(f"{entry['elapsed_s']:.0f} s")
+    if entry["model"]:
+        parts.append(entry["model"] + (f" ({entry['effort']})" if entry["effort"] else ""))
     lines = [f"{entry['task_id']} {entry['agent']}: {entry['description']} [{' · '.join(parts)}]"]
     lines += [f"    {question['headline']}" for question in entry["questions"]]
     lines += [f"    {line}" for line in entry["output"][-3:]]

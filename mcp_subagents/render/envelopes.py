@@ -11,6 +11,7 @@ from typing import Protocol
 from ..core.messages import Usage
 from ..permissions.asking import Denial, PermissionQuestion
 from ..tasks.outcome import RunCounts, TaskOutcome
+from ..tasks.transcripts import TranscriptHeader
 from .questions import waiting_text
 
 
@@ -25,6 +26,37 @@ class TaskIdentity(Protocol):
     def output_path(self) -> Path: ...
     @property
     def resumed_from(self) -> str | None: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def effort(self) -> str | None: ...
+    @property
+    def model_note(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedTask:
+    """A task read back from its transcript's header, as a result names it."""
+
+    id: str
+    agent: str
+    output_path: Path
+    resumed_from: str | None
+    model: str = ""
+    effort: str | None = None
+    model_note: str = ""
+
+
+def recorded_task(header: TranscriptHeader, output: Path) -> RecordedTask:
+    return RecordedTask(
+        header.task_id,
+        header.agent,
+        output,
+        header.resumed_from,
+        model=header.model,
+        effort=header.effort,
+        model_note=header.model_note,
+    )
 
 
 _OWN_TAG = re.compile(r"<(?=/?\s*(?:task_result|task_error|usage)\b)", re.IGNORECASE)
@@ -47,6 +79,9 @@ class RunStats:
     usage: Usage
     duration_s: float
     cost_usd: float | None = None
+    model: str = ""
+    """The model id the task ran on ("" when not known)."""
+    effort: str | None = None
 
 
 def usd_value(cost: float) -> str:
@@ -57,8 +92,10 @@ def usd_value(cost: float) -> str:
 def usage_line(stats: RunStats) -> str:
     u = stats.usage
     cost = "" if stats.cost_usd is None else f"cost_usd: {usd_value(stats.cost_usd)}; "
+    ran = f"model: {stats.model}; " if stats.model else ""
+    ran += f"effort: {stats.effort}; " if stats.effort else ""
     return (
-        f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
+        f"<usage>task_id: {stats.task_id}; {ran}turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
         f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
         f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
         f"{cost}duration_ms: {round(stats.duration_s * 1000)}</usage>"
@@ -78,6 +115,11 @@ def task_result(agent: str, text: str, stats: RunStats | None = None, notes: Ite
     extra = "".join(f"\n{escape_body(note)}" for note in notes)
     envelope = f'<task_result agent="{escape_attribute(agent)}">{body}{extra}</task_result>'
     return f"{envelope}\n{usage_line(stats)}" if stats else envelope
+
+
+def model_notes(task: TaskIdentity) -> list[str]:
+    """The warning a result carries when the agent file's model was not the one that ran."""
+    return [f"[Warning: {task.model_note}]"] if task.model_note else []
 
 
 def task_error(agent: str, message: str, stats: RunStats | None = None) -> str:
@@ -143,12 +185,12 @@ def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int |
     if outcome.rendered is not None:
         return outcome.rendered
     counts = outcome.counts
-    stats = None if counts is None else _stats(record.id, counts)
+    stats = None if counts is None else _stats(record, counts)
     denied = denial_notes(outcome.denials)
     extensions = extension_notes(outcome)
     match outcome.state:
         case "completed":
-            notes = [*_completion_notes(record, outcome), *extensions, *denied]
+            notes = [*_completion_notes(record, outcome), *model_notes(record), *extensions, *denied]
             body = outcome.text
             if max_chars is not None:
                 body = truncate(body, max_chars, full_text_at=str(record.output_path))
@@ -159,12 +201,15 @@ def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int |
             message = stopped_message(record, counts)
         case "interrupted":
             message = interrupted_message(record.id, outcome.waited_for)
-    return task_error(record.agent, "\n".join([message, *extensions, *denied]), stats)
+    lines = [message, *model_notes(record), *extensions, *denied]
+    return task_error(record.agent, "\n".join(lines), stats)
 
 
-def _stats(task_id: str, counts: RunCounts) -> RunStats:
+def _stats(record: TaskIdentity, counts: RunCounts) -> RunStats:
     return RunStats(
-        task_id=task_id,
+        task_id=record.id,
+        model=record.model,
+        effort=record.effort,
         turns=counts.turns,
         tool_uses=counts.tool_uses,
         usage=counts.usage,

@@ -19,6 +19,8 @@ def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "description": header.description,
         "owner": header.owner,
         "model": header.model,
+        "effort": header.effort,
+        "model_note": header.model_note,
         "created": header.created,
         "resumed_from": header.resumed_from,
         "turns": snapshot.turns,

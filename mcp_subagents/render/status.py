@@ -51,7 +51,8 @@ def status_text(
     """TaskOutput's answer: where the task stands, the questions it waits on, the subagents it launched, then its
     result or its output so far."""
     state = "waiting" if questions and not record.finished else record.state
-    lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", f"<status>{state}</status>"]
+    lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", *_ran(record)]
+    lines.append(f"<status>{state}</status>")
     lines += [waiting_element(entry) for entry in questions]
     if questions:
         lines.append(f"<note>{WAITING_NOTE}</note>")
@@ -72,6 +73,17 @@ def status_text(
     else:
         lines.append(f"<output>\n{recent_output}</output>")
     return "\n".join(lines)
+
+
+def _ran(record: TaskRecord) -> list[str]:
+    """The model the task runs on and its effort, and the warning when the agent file's model was overridden."""
+    if not record.model:
+        return []
+    effort = f' effort="{escape_attribute(record.effort)}"' if record.effort else ""
+    lines = [f"<model{effort}>{escape_attribute(record.model)}</model>"]
+    if record.model_note and record.outcome is None:  # a finished task's result carries it
+        lines.append(f"<warning>{escape_attribute(record.model_note)}</warning>")
+    return lines
 
 
 WAITING_NOTE = (

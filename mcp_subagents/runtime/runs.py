@@ -15,12 +15,12 @@ from typing import Any
 from ..agent.hooks import StartAnswer
 from ..agent.hooks.scripts import hook_scripts
 from ..agent.loop import AgentRun, RunResult, run_agent
-from ..agent.setup import AgentExtras, agent_extras, model_settings, opening_message
+from ..agent.setup import AgentExtras, ModelSettings, agent_extras, model_settings, opening_message
 from ..config.claude_settings import ClaudeSettings
 from ..core.errors import ProviderNotConfiguredError, SubagentsError
 from ..core.hook_points import ToolGate
 from ..core.messages import Message, Usage, UserMessage
-from ..core.names import DEFAULT_AGENT, MODEL_ALIASES, PER_RUN_TOOL_NAMES
+from ..core.names import DEFAULT_AGENT, MODEL_ALIASES, PER_RUN_TOOL_NAMES, EffortLevel
 from ..core.principals import LOCAL_PRINCIPAL
 from ..definitions import AgentDefinition, Catalog, missing_tools, require_some_tool
 from ..definitions.trust import without_plugin_extras
@@ -28,7 +28,7 @@ from ..models.base import Model
 from ..models.pricing import MeteredModel, ModelPrice
 from ..models.profiles import model_profile
 from ..models.providers import MISSING_PROVIDER_MESSAGE
-from ..models.resolve import resolve_model_id
+from ..models.resolve import MainModel, ModelChoice, choose_model, main_model, resolve_model_id
 from ..permissions.patterns import DomainPattern, PathPattern
 from ..permissions.policy import PermissionPolicy
 from ..sandbox import RunSandbox
@@ -57,6 +57,9 @@ class _Launch:
     roots: tuple[Path, ...]
     history: Sequence[Message]
     place: RunPlace | None
+    model: ModelChoice
+    effort: EffortLevel | None
+    """The effort the model is asked for (None: a model that takes none, or an OpenAI endpoint not asked)."""
 
 
 class RunAssembly:
@@ -89,9 +92,20 @@ class RunAssembly:
         definition = self._as_it_runs(definition)
         if not host.model_configured:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
-        model_id = self._model_id(definition, request)  # an alias an OpenAI endpoint does not serve is refused now
+        project = place.project if place is not None else self._working_directory(roots)
+        choice = self._model_choice(definition, request, project)  # an alias an OpenAI endpoint lacks: refused now
+        model_id = choice.model_id
         self._refuse_without_tools(definition)
-        launched = _Launch(definition=definition, request=request, roots=roots, history=history, place=place)
+        effort = self._model_settings(definition, request, model_id).effort
+        launched = _Launch(
+            definition=definition,
+            request=request,
+            roots=roots,
+            history=history,
+            place=place,
+            model=choice,
+            effort=effort,
+        )
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
             return await self._run(launched, record, listener)
@@ -107,6 +121,8 @@ class RunAssembly:
             owner=principal,
             parent=parent,
             model=model_id,
+            effort=effort,
+            model_note=choice.override,
             price=self._price(model_id, budget),
             budget=budget,
             turns=request.max_turns,
@@ -219,16 +235,9 @@ class RunAssembly:
         claude_settings = extensions.claude_settings or host.run_settings(place.project)
         allowed = self._allowed_roots(launched.roots, place, extras, claude_settings)
         tools = self._tools(definition, extras, extensions)
-        model_id = self._model_id(definition, request)
+        model_id = launched.model.model_id
         profile = model_profile(model_id)
-        chosen = model_settings(
-            profile,
-            provider=host.provider_name,
-            file_effort=definition.effort,
-            task_effort=request.effort,
-            max_tokens=host.settings.max_tokens,
-            compact_threshold=host.settings.compact_threshold,
-        )
+        chosen = self._model_settings(definition, request, model_id)
         policy = host.policies.policy(
             definition,
             place,
@@ -372,17 +381,43 @@ class RunAssembly:
         home = Path(self._host.environ.get("HOME") or Path.home())
         return hook_scripts(extensions.hooks.hooks, project=place.project, home=home)
 
-    def _model_id(self, definition: AgentDefinition, request: TaskRequest) -> str:
-        """The model the task runs on.
+    def _model_choice(self, definition: AgentDefinition, request: TaskRequest, project: Path) -> ModelChoice:
+        """The model the task runs on, and why.
 
         Raises:
             ProviderNotConfiguredError: an OpenAI-compatible endpoint and no model it serves.
         """
-        return resolve_model_id(
+        return choose_model(
             task_model=request.model,
             definition_model=definition.model,
+            main=self._main_model(project),
             default_model=self._host.settings.model,
             provider=self._host.provider_name,
+        )
+
+    def _main_model(self, project: Path) -> MainModel | None:
+        """The person's main model: `--main-model`, else (with the Anthropic provider, whose models these name)
+        `ANTHROPIC_MODEL`, else the `model` of Claude Code's settings for the project."""
+        settings = self._host.settings
+        if settings.main_model:
+            return main_model(settings.main_model, "--main-model")
+        if self._host.provider_name != "anthropic":
+            return None
+        found = main_model(settings.anthropic_model, "ANTHROPIC_MODEL")
+        configured = self._host.run_settings(project).model if found is None else None
+        if configured is not None:
+            found = main_model(configured[0], f"model in {configured[1].path}")
+        return found
+
+    def _model_settings(self, definition: AgentDefinition, request: TaskRequest, model_id: str) -> ModelSettings:
+        settings = self._host.settings
+        return model_settings(
+            model_profile(model_id),
+            provider=self._host.provider_name,
+            file_effort=definition.effort,
+            task_effort=request.effort,
+            max_tokens=settings.max_tokens,
+            compact_threshold=settings.compact_threshold,
         )
 
     def _refuse_without_tools(self, definition: AgentDefinition) -> None:

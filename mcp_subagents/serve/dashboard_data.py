@@ -14,6 +14,7 @@ from ..core.json_values import json_object
 from ..models.pricing import PriceTable
 from ..permissions.asking import Answer, AnswerKind, PermissionQuestion
 from ..render import outcome_text
+from ..render.envelopes import recorded_task
 from ..render.questions import question_headline
 from ..render.rows import task_row
 from ..render.status import answer_line
@@ -211,15 +212,7 @@ def _end_text(entry: dict[str, Any], snapshot: TaskSnapshot | None) -> str:
         return str(entry.get("state", ""))
     header = snapshot.header
     return outcome_text(
-        _Identity(header.task_id, header.agent, output_path(snapshot.path), header.resumed_from),
+        recorded_task(header, output_path(snapshot.path)),
         outcome,
         max_chars=None,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Identity:
-    id: str
-    agent: str
-    output_path: Path
-    resumed_from: str | None

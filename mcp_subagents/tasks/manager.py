@@ -179,6 +179,8 @@ class TaskManager:
         owner: str = LOCAL_PRINCIPAL,
         parent: TaskRecord | None = None,
         model: str = "",
+        effort: str | None = None,
+        model_note: str = "",
         price: ModelPrice | None = None,
         budget: TaskBudget | None = None,
         turns: int | None = None,
@@ -203,6 +205,8 @@ class TaskManager:
             parent=parent.id if parent is not None else None,
             depth=parent.depth + 1 if parent is not None else 1,
             model=model,
+            effort=effort,
+            model_note=model_note,
             price=price,
             budget=budget,
             turns=None if turns is None else TurnAllowance(limit=turns, holder=task_id),
@@ -210,7 +214,7 @@ class TaskManager:
         if parent is not None:
             parent.children.append(task_id)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *price_notes(record)]
+        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *_model_warning(record), *price_notes(record)]
         self._outputs[task_id] = _output_file(record)
         self._records[task_id] = record
         self._queue.append(task_id)
@@ -582,3 +586,8 @@ class TaskManager:
 
 def _output_file(record: TaskRecord) -> AppendFile:
     return AppendFile(record.output_path, errors="backslashreplace")
+
+
+def _model_warning(record: TaskRecord) -> list[str]:
+    """The output file's line when the agent file's model was overridden."""
+    return [f"[Warning: {record.model_note}]\n"] if record.model_note else []

@@ -172,6 +172,10 @@ class TaskRecord:
     """The principal that started the task; only it can read, stop or resume it."""
     model: str = ""
     """The model id the task runs on ("" when not known, as for tasks of an earlier process)."""
+    effort: str | None = None
+    """The effort its model is asked for; None when none is sent."""
+    model_note: str = ""
+    """When the agent file's model was overridden: what ran instead, and by what."""
     price: ModelPrice | None = None
     """The model's price; None when it has none, and then the task reports tokens only."""
     budget: TaskBudget | None = None
@@ -245,6 +249,8 @@ def transcript_header(record: TaskRecord, control: str | None) -> TranscriptHead
         owner=record.owner,
         parent=record.parent,
         model=record.model,
+        effort=record.effort,
+        model_note=record.model_note,
         budget_usd=record.budget.usd if record.budget else None,
         pid=os.getpid(),
         control=control,

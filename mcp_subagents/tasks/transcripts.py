@@ -57,6 +57,9 @@ class TranscriptHeader:
     parent: str | None = None
     """The task whose agent launched this one (a nested subagent)."""
     model: str = ""
+    effort: str | None = None
+    model_note: str = ""
+    """When the agent file's model was overridden: what ran instead, and by what."""
     budget_usd: float | None = None
     pid: int | None = None
     """The server process that runs the task."""
@@ -106,6 +109,8 @@ class TranscriptWriter:
                 "owner": header.owner,
                 **({"parent": header.parent} if header.parent else {}),
                 "model": header.model,
+                **({"effort": header.effort} if header.effort else {}),
+                **({"model_note": header.model_note} if header.model_note else {}),
                 "budget_usd": header.budget_usd,
                 "pid": header.pid,
                 "control": header.control,
@@ -244,6 +249,8 @@ def _header(entry: dict[str, Any]) -> TranscriptHeader:
         owner=str(entry.get("owner", LOCAL_PRINCIPAL)),
         parent=entry.get("parent") if isinstance(entry.get("parent"), str) else None,
         model=str(entry.get("model") or ""),
+        effort=entry.get("effort") if isinstance(entry.get("effort"), str) else None,
+        model_note=str(entry.get("model_note") or ""),
         budget_usd=_number(entry.get("budget_usd")),
         pid=entry.get("pid") if isinstance(entry.get("pid"), int) else None,
         control=entry.get("control") if isinstance(entry.get("control"), str) else None,

@@ -156,3 +156,10 @@ def test_model_request_limits_and_the_claude_folder(tmp_path: Path) -> None:
     assert settings.claude_dir == tmp_path / "cc"
     with pytest.raises(ConfigError, match="--compact-threshold"):
         parse(["--compact-threshold", "0"], {"HOME": str(tmp_path)})
+
+
+def test_main_model_comes_from_its_flag_or_variable_and_anthropic_model_is_kept_beside_it() -> None:
+    by_flag = parse(["--main-model", "opus"], {"ANTHROPIC_MODEL": " haiku "})
+    by_variable = parse([], {"MCP_SUBAGENTS_MAIN_MODEL": "fable"})
+    assert (by_flag.main_model, by_flag.anthropic_model) == ("opus", "haiku")
+    assert (by_variable.main_model, by_variable.anthropic_model) == ("fable", None)

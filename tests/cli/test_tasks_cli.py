@@ -57,20 +57,23 @@ def test_list_show_and_tail_a_finished_run(finished_run: Path, capsys: pytest.Ca
     code, out = cli("tasks", "list", "--json", "--state-dir", state, capsys=capsys)
     (row,) = json.loads(out)
     assert code == 0 and row["state"] == "completed" and row["agent"] == "general-purpose"
-    assert (row["turns"], row["tool_uses"], row["model"]) == (2, 1, "claude-sonnet-4-6")
+    assert (row["turns"], row["tool_uses"], row["model"], row["effort"]) == (2, 1, "claude-sonnet-4-6", "medium")
+    assert row["model_note"] == ""
     assert row["usage"]["input_tokens"] == 3000 and row["usage"]["output_tokens"] == 300
     assert row["cost_usd"] == pytest.approx((3000 * 3 + 300 * 15) / 1e6)  # $3 / $15 per million
     task_id = row["task_id"]
 
     code, out = cli("tasks", "list", "--state-dir", state, capsys=capsys)
     header, line = out.splitlines()
-    assert header.split()[:7] == ["ID", "STATE", "AGENT", "TURNS", "TOKENS", "COST", "ELAPSED"]
-    assert line.split()[:6] == [task_id, "completed", "general-purpose", "2", "3,300", "$0.0135"]
+    assert header.split()[:8] == ["ID", "STATE", "AGENT", "MODEL", "TURNS", "TOKENS", "COST", "ELAPSED"]
+    assert line.split()[:7] == [task_id, "completed", "general-purpose", "claude-sonnet-4-6", "2", "3,300", "$0.0135"]
 
     code, out = cli("tasks", "show", task_id[:8], "--state-dir", state, capsys=capsys)
     assert code == 0
     assert f"task {task_id}  (general-purpose: run from the shell)" in out and "cost: $0.0135" in out
     assert '<task_result agent="general-purpose">There is one note.' in out and "cost_usd: 0.0135;" in out
+    assert "model: claude-sonnet-4-6 (effort medium)" in out  # what ran, in the header and in the result's footer
+    assert "; model: claude-sonnet-4-6; effort: medium; turns: 2;" in out
 
     code, out = cli("tasks", "tail", task_id, "--state-dir", state, capsys=capsys)
     assert code == 0

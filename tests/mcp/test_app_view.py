@@ -97,6 +97,8 @@ async def test_task_list_shows_this_principals_tasks_live_and_the_view_can_stop_
                 50,
             )
             assert entry["tokens"] > 0 and entry["elapsed_s"] >= 0
+            assert entry["model"] == "sonnet" and entry["model_note"] == ""  # the scripted model keeps aliases
+            assert f"· {entry['model']}" in text_of(listing)  # which model ran, on the card's line too
             assert any("[turn 1] tool Glob" in line for line in entry["output"])
             assert f"{task_id} general-purpose: scan [running · turn 2/50 · " in text_of(listing)
 

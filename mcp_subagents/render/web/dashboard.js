@@ -162,7 +162,8 @@
       fact("tokens", task.tokens.toLocaleString()),
       fact("cost", usd(task.cost_usd) + (task.budget_usd ? ` of $${task.budget_usd}` : "")),
       fact("elapsed", seconds(task.elapsed_s)),
-      fact("model", task.model || "–"),
+      fact("model", (task.model || "–") + (task.effort ? ` (effort ${task.effort})` : "")
+        + (task.model_note ? ` – ${task.model_note}` : "")),
       fact("owner", task.owner),
       fact("started", when(task.created)),
       fact("denied calls", String(task.denials)));
