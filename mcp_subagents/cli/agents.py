@@ -4,6 +4,7 @@ files named."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,12 +12,14 @@ from pathlib import Path
 from ..config.claude_settings import ClaudeSettingsFiles
 from ..config.settings import Settings
 from ..config.trust import project_trust, untrusted_agent_file
+from ..core.errors import ConfigError
 from ..core.names import BUILTIN_TOOL_NAMES, PER_RUN_TOOL_NAMES
 from ..definitions import CatalogLoader, missing_tools, no_usable_tools, tools_summary
 from ..definitions.trust import untrusted_project_warnings
+from ..models.providers import provider_config
 from ..render.inert import inert
 from ..runtime.sources import definition_sources, settings_locations
-from .validate import validate_paths
+from .validate import report_lines, validate_paths
 
 
 def list_agents(settings: Settings, *, as_json: bool) -> None:
@@ -71,12 +74,21 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
 def validate_command(paths: Sequence[Path], settings: Settings) -> int:
 
     trust = project_trust(settings)
-    problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust))
-    for problem in problems:
-        label = "" if problem.severity == "error" else "warning: "
-        print(inert(f"{problem.path}: {label}{problem.message}"))
+    provider = _provider_name(settings)
+    problems = validate_paths(paths, BUILTIN_TOOL_NAMES, untrusted=untrusted_agent_file(trust), provider=provider)
+    for line in report_lines(problems):
+        print(inert(line))
     failing = {p.path for p in problems if p.severity == "error"}
     warnings = len(problems) - sum(1 for p in problems if p.severity == "error")
     summary = f"{len(failing)} file(s) failed, {warnings} warning(s)" if problems else "all files are valid"
     print(summary, file=sys.stderr)
     return 1 if failing else 0
+
+
+def _provider_name(settings: Settings) -> str | None:
+    """The provider a server with these settings and this environment would use; None when none is configured."""
+    try:
+        config = provider_config(settings.provider, os.environ)
+    except ConfigError:
+        return None
+    return config.name if config is not None else None

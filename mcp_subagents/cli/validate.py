@@ -40,6 +40,12 @@ WEB_SEARCH_NOTE: Final = (
     "tool 'WebSearch' uses the Anthropic API's server-side web search: it is offered only with the Anthropic "
     "provider and left out with an OpenAI-compatible one"
 )
+WEB_SEARCH_LEFT_OUT: Final = (
+    "tool 'WebSearch' uses the Anthropic API's server-side web search, which the OpenAI-compatible provider "
+    "configured here lacks: it is left out"
+)
+SHOWN_NAMES: Final = 8
+"""How many files a warning shared by many files names before saying how many more."""
 _FIELD_HINTS: Final = {
     "allowedTools": "tools",
     "allowed-tools": "tools",
@@ -77,10 +83,15 @@ ProjectCheck = Callable[[Path], "str | None"]
 
 
 def validate_paths(
-    paths: Sequence[Path], known_tools: Collection[str], *, untrusted: ProjectCheck | None = None
+    paths: Sequence[Path],
+    known_tools: Collection[str],
+    *,
+    untrusted: ProjectCheck | None = None,
+    provider: str | None = None,
 ) -> list[Problem]:
     """Problems in the given agent files; folders are searched recursively for `*.md`. A path that holds no agent
-    file (an empty folder, only a README.md) is an error: there was nothing to check."""
+    file (an empty folder, only a README.md) is an error: there was nothing to check. `provider` (None: not
+    configured) decides what a file's WebSearch comes to."""
     problems: list[Problem] = []
     first_file_by_name: dict[str, str] = {}
     for path in paths:
@@ -94,7 +105,7 @@ def validate_paths(
             continue
         checked = 0
         for file in files:
-            definition, file_problems, is_agent_file = _validate_file(file, known_tools, untrusted)
+            definition, file_problems, is_agent_file = _validate_file(file, known_tools, untrusted, provider)
             problems.extend(file_problems)
             checked += is_agent_file
             if definition is None:
@@ -110,7 +121,7 @@ def validate_paths(
 
 
 def _validate_file(
-    path: str, known_tools: Collection[str], untrusted: ProjectCheck | None = None
+    path: str, known_tools: Collection[str], untrusted: ProjectCheck | None = None, provider: str | None = None
 ) -> tuple[AgentDefinition | None, list[Problem], bool]:
     """The definition (None when it does not load), its problems, and whether the file is meant as an agent file."""
     text = read_definition_text(path)
@@ -145,7 +156,7 @@ def _validate_file(
     for key in definition.unknown_fields:
         hint = _FIELD_HINTS.get(key)
         warn(f"unknown field {key!r} is ignored" + (f"; did you mean {hint!r}?" if hint else ""))
-    problems.extend(_tool_messages(path, definition, known_tools))
+    problems.extend(_tool_messages(path, definition, known_tools, provider))
     if not _is_plausible_model(definition.model):
         problems.append(
             Problem(
@@ -199,7 +210,9 @@ def _inline_server_messages(spec: dict[str, Any]) -> list[str]:
     return messages
 
 
-def _tool_messages(path: str, definition: AgentDefinition, known_tools: Collection[str]) -> list[Problem]:
+def _tool_messages(
+    path: str, definition: AgentDefinition, known_tools: Collection[str], provider: str | None = None
+) -> list[Problem]:
     """What `tools` leaves out and why; an error when nothing it lists exists here; typos in `disallowedTools`."""
     problems: list[Problem] = []
     available = {*known_tools, *PER_RUN_TOOL_NAMES}  # WebSearch and Skill may exist at run time
@@ -207,8 +220,9 @@ def _tool_messages(path: str, definition: AgentDefinition, known_tools: Collecti
     servers = mcp_server_names(definition.mcp_servers)
     for entry in definition.tools or ():
         base = tool_base_name(entry)
-        if base == "WebSearch":
-            problems.append(Problem(path, WEB_SEARCH_NOTE, "warning"))
+        if base == "WebSearch" and provider != "anthropic":  # with it, WebSearch is offered: nothing to say
+            note = WEB_SEARCH_LEFT_OUT if provider == "openai" else WEB_SEARCH_NOTE
+            problems.append(Problem(path, note, "warning"))
         elif (server := mcp_server_of(base)) is not None and server in servers:
             note = f"tool {entry!r} must be offered by the agent's MCP server '{server}' when it starts"
             problems.append(Problem(path, note, "warning"))
@@ -242,3 +256,26 @@ def _is_recognised(entry: str, known_tools: Collection[str]) -> bool:
 def _is_plausible_model(model: str) -> bool:
     """Aliases, `inherit`, or anything shaped like a provider's model id (`claude-...`, `org/model`, `name:tag`)."""
     return model in MODEL_ALIASES or any(separator in model for separator in "-/:.")
+
+
+def report_lines(problems: Sequence[Problem]) -> list[str]:
+    """One line per problem, except that a warning several files share is one line naming how many and which."""
+    sharing: dict[str, list[str]] = {}
+    for problem in problems:
+        if problem.severity == "warning":
+            sharing.setdefault(problem.message, []).append(problem.path)
+    lines: list[str] = []
+    for problem in problems:
+        if problem.severity == "error":
+            lines.append(f"{problem.path}: {problem.message}")
+            continue
+        files = sharing.pop(problem.message, None)
+        if files is None:  # already reported with the first file that has it
+            continue
+        if len(files) == 1:
+            lines.append(f"{problem.path}: warning: {problem.message}")
+            continue
+        names = ", ".join(Path(file).name for file in files[:SHOWN_NAMES])
+        more = f" and {len(files) - SHOWN_NAMES} more" if len(files) > SHOWN_NAMES else ""
+        lines.append(f"warning: {problem.message} ({len(files)} files: {names}{more})")
+    return lines

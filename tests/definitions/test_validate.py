@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.validate import Problem, validate_paths
+from mcp_subagents.cli.validate import WEB_SEARCH_LEFT_OUT, WEB_SEARCH_NOTE, Problem, report_lines, validate_paths
 from mcp_subagents.definitions import AgentDefinition, missing_tools
 
 KNOWN = frozenset({"Read", "Write", "Edit", "Glob", "Grep", "Bash", "WebFetch", "TodoWrite"})
@@ -249,3 +249,28 @@ def test_mcp_tools_name_the_server_that_must_provide_them(tmp_path: Path) -> Non
         "warning",
         "tool 'mcp__github__create_issue' must be offered by the agent's MCP server 'github' when it starts",
     ) in listed
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [("anthropic", []), ("openai", [WEB_SEARCH_LEFT_OUT]), (None, [WEB_SEARCH_NOTE])],
+)
+def test_what_websearch_comes_to_depends_on_the_provider(
+    tmp_path: Path, provider: str | None, expected: list[str]
+) -> None:
+    path = write_agent(tmp_path, "searcher.md", "name: searcher\ndescription: d\ntools: Read, WebSearch")
+    assert [p.message for p in validate_paths([path], KNOWN, provider=provider)] == expected
+
+
+def test_a_warning_many_files_share_is_one_line_naming_them(tmp_path: Path) -> None:
+    for index in range(10):
+        write_agent(tmp_path, f"searcher-{index}.md", f"name: searcher-{index}\ndescription: d\ntools: WebSearch, Read")
+    broken = write_agent(tmp_path, "broken.md", "name: broken")
+    lonely = write_agent(tmp_path, "lonely.md", "name: lonely\ndescription: d\ncolor: blue")
+    lines = report_lines(validate_paths([tmp_path], KNOWN, provider="openai"))
+    names = ", ".join(f"searcher-{index}.md" for index in range(8))
+    assert lines == [
+        f"{broken}: missing required field 'description' (when to delegate to this agent)",
+        f"{lonely}: warning: color is only shown in Claude Code's interface; it has no effect here",
+        f"warning: {WEB_SEARCH_LEFT_OUT} (10 files: {names} and 2 more)",
+    ]
