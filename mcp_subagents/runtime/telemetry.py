@@ -69,7 +69,8 @@ class TaskTracer:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": record.agent,
-            "gen_ai.agent.id": record.id,
+            # GenAI conventions v0.1.0 keep gen_ai.agent.id for a hosted agent's stable id, off internal spans.
+            "mcp_subagents.task.id": record.id,
             "gen_ai.conversation.id": record.resumed_from or record.id,
             "gen_ai.request.model": record.model,
             "mcp_subagents.task.description": record.description,

@@ -74,6 +74,8 @@ async def test_a_task_is_one_invoke_agent_span_with_chat_and_tool_children_in_th
     assert agent.context is not None and f"{agent.context.trace_id:032x}" == HOST_TRACE  # joined to the host
     attributes = dict(agent.attributes or {})
     assert attributes["gen_ai.agent.name"] == "general-purpose"
+    assert "gen_ai.agent.id" not in attributes  # GenAI conventions v0.1.0: not on internal agent spans
+    assert attributes["mcp_subagents.task.id"] == attributes["gen_ai.conversation.id"]  # a new task: its own id
     assert attributes["gen_ai.request.model"] == "claude-sonnet-4-6"
     assert attributes["gen_ai.usage.input_tokens"] == 2 * (100 + 300 + 400)  # cached tokens included
     assert attributes["gen_ai.usage.output_tokens"] == 40
