@@ -171,8 +171,8 @@ def _needs_quotes(value: str) -> bool:
 
 
 def has_frontmatter(text: str) -> bool:
-    """Whether the first non-blank line is a `---` fence."""
-    for line in text.removeprefix("\ufeff").splitlines():
-        if line.strip():
-            return _FENCE.fullmatch(line) is not None
-    return False
+    """Whether the first non-blank line is a `---` fence. Reads only up to that line: every file of an agents
+    folder is asked this before it is parsed."""
+    text = text.removeprefix("\ufeff")
+    opening = _first_content_line(text)
+    return opening is not None and _FENCE.fullmatch(text[opening[1] : opening[2]].rstrip("\r")) is not None
