@@ -115,7 +115,7 @@ def _description(agents: tuple[tuple[str, str, str], ...]) -> str:
     return (
         "Launch a subagent to do a self-contained part of your task on its own. It works while you wait; its final "
         "report comes back as this tool's result.\n\n"
-        f"Agent types you can launch:\n{listing}\n\n"
+        f"Agent types you can launch (general-purpose when subagent_type is left out):\n{listing}\n\n"
         "- The subagent sees nothing of your conversation: put every path, name and fact it needs in the prompt, "
         "and say exactly what its report should contain.\n"
         "- Say whether it should change files or only look and report.\n"

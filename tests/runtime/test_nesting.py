@@ -77,6 +77,26 @@ async def test_task_with_agent_names_limits_what_may_be_launched(tmp_path: Path)
     assert "This agent may not launch 'writer'. It may launch: reviewer" in body
 
 
+async def test_the_nested_agent_tool_needs_no_subagent_type_and_then_runs_general_purpose(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    assert settings.user_agents_dir is not None
+    write_agent(settings.user_agents_dir, "lead", extra="tools: Read, Task\n")  # Task: the old name, still accepted
+    launch = {"description": "pass it on", "prompt": "Say which agent you are."}
+    model = ScriptedModel(
+        [
+            tool_call("Agent", launch),
+            text("general-purpose here"),
+            lambda request: text(f"below: {last_results(request)[0].content}"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        body = text_of(await client.call_tool("Task", task("lead")))
+    [agent_tool] = [tool for tool in model.requests[0].tools if tool.name == "Agent"]
+    schema = agent_tool.input_schema
+    assert schema["required"] == ["description", "prompt"] and "default" not in schema["properties"]["subagent_type"]
+    assert 'below: &lt;task_result agent="general-purpose">general-purpose here' in body  # escaped in the envelope
+
+
 async def test_max_depth_one_means_no_nesting(tmp_path: Path) -> None:
     model = ScriptedModel([text("alone")])
     async with connected(make_settings(tmp_path, max_depth=1), model=model) as client:
