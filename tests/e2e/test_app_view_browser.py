@@ -121,6 +121,7 @@ async def test_a_task_appears_updates_and_is_stopped_from_the_view(tmp_path: Pat
                     await asked.wait()
                 await card.locator(".state.running").wait_for(timeout=15_000)
                 await card.locator(".facts", has_text="turn 2/50").wait_for(timeout=15_000)
+                await card.locator(".facts", has_text="claude-sonnet-4-6 (medium)").wait_for(timeout=15_000)
                 assert "Grep" in await card.locator("pre.output").inner_text()
                 assert await card.locator(".desc").inner_text() == "find open TODOs"
                 finished = view.locator("section", has_text="where is the parser")

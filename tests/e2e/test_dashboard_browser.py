@@ -97,6 +97,7 @@ async def test_a_task_appears_grows_and_is_stopped_and_resumed_from_the_page(tmp
                 await script.waiting.wait()
             await page.locator(".chart .legend", has_text="2 model response(s)").wait_for(timeout=10_000)
             await page.locator(".fact", has_text="running now").wait_for(timeout=10_000)
+            await page.locator(".fact", has_text="claude-sonnet-4-6 (effort medium)").wait_for(timeout=10_000)
             if (path := screenshot_path("dashboard-task.png")) is not None:
                 await page.screenshot(path=str(path))
 
