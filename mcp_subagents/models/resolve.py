@@ -106,11 +106,14 @@ def choose_model(
     model_id = resolve_model_id(
         task_model=chosen, definition_model=None, default_model=default_model, provider=provider
     )
-    if provider != "anthropic" and chosen in MODEL_ALIASES:
-        by = f"--model, since the {provider} provider does not serve the Claude alias '{chosen}'"
+    if provider == "openai" and chosen in MODEL_ALIASES:
+        by = f"--model, since the OpenAI-compatible endpoint does not serve the Claude alias '{chosen}'"
     override = ""
-    if file_model is not None and model_id != resolve_model_id(
-        task_model=file_model, definition_model=None, default_model=model_id, provider="anthropic"
-    ):
+    if file_model is not None and (not _same_model(chosen, file_model) or by.startswith("--model")):
         override = f"The agent file asks for model '{file_model}'; the task ran on {model_id}, chosen by {by}."
     return ModelChoice(model_id, by, override)
+
+
+def _same_model(one: str, other: str) -> bool:
+    """Whether two names stand for the same model (an alias and the id it stands for are the same)."""
+    return MODEL_ALIASES.get(one, one) == MODEL_ALIASES.get(other, other)

@@ -54,7 +54,14 @@ def test_an_alias_an_openai_endpoint_does_not_serve_runs_on_model_and_says_so() 
     )
     assert choice.model_id == "qwen3:8b"
     assert "asks for model 'haiku'" in choice.override
-    assert "--model, since the openai provider does not serve the Claude alias 'haiku'" in choice.override
+    assert "--model, since the OpenAI-compatible endpoint does not serve the Claude alias 'haiku'" in choice.override
+
+
+def test_an_in_process_model_that_ignores_aliases_draws_no_warning() -> None:
+    choice = choose_model(
+        task_model=None, definition_model="haiku", main=None, default_model="sonnet", provider="scripted"
+    )
+    assert (choice.chosen_by, choice.override) == ("the agent file", "")
 
 
 @pytest.mark.parametrize(
