@@ -217,3 +217,41 @@ def test_commands_let_worker_threads_have_the_interpreter_within_a_millisecond(
         main(["tasks", "list", "--state-dir", str(tmp_path)])
     capsys.readouterr()
     assert asked == [0.001]
+
+
+@pytest.mark.parametrize(
+    ("command_line", "said"),
+    [
+        (["--bogus"], "mcp-subagents serve: unknown option --bogus (see mcp-subagents serve --help)"),
+        (["serve", "--port"], "mcp-subagents serve: --port needs a value (see mcp-subagents serve --help)"),
+        (["run", "--bogus", "Explore", "go"], "mcp-subagents run: unknown option --bogus (see mcp-subagents run"),
+        (["agents", "list", "--wrong"], "mcp-subagents agents list: unknown option --wrong"),
+        (["agents", "validate"], "mcp-subagents agents validate: missing PATH"),
+        (["agents"], "mcp-subagents agents: missing ACTION: one of list, validate"),
+        (["tasks"], "mcp-subagents tasks: missing ACTION: one of list, show, tail, stop, answer"),
+        (["tasks", "lsit"], "mcp-subagents tasks: unknown action 'lsit': one of list, show, tail, stop, answer"),
+        (["tasks", "show", "abc", "def"], "mcp-subagents tasks show: unexpected argument 'def'"),
+        (["tasks", "answer", "abc", "--allow", "--deny"], "tasks answer: --deny and --allow cannot go together"),
+        (["srve"], "mcp-subagents: unknown command 'srve': one of serve, run, agents, dashboard, tasks"),
+        (["dashboard", "--port", "notanumber"], "--port: must be a port number from 0 to 65535 (0 picks a free one)"),
+    ],
+)
+def test_a_wrong_command_line_is_one_line_that_points_to_help(
+    command_line: list[str], said: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Not argparse's usage block (forty lines for `serve`) nor Python's conversion messages."""
+    result = run_cli(*command_line, home=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert len(result.stderr.splitlines()) == 1 and said in result.stderr
+    assert result.stderr.rstrip().endswith("--help)")
+
+
+@pytest.mark.parametrize("command", [["serve"], ["run", "Explore", "go"], ["dashboard"]])
+def test_a_value_that_is_not_a_number_is_named_in_plain_words(
+    command: list[str], tmp_path: Path, run_cli: RunCli
+) -> None:
+    flag = "--dashboard-port" if command == ["serve"] else "--max-turns"
+    result = run_cli(*command, flag, "many", home=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"mcp-subagents: {flag}: must be ") and "got 'many'" in result.stderr
+    assert "int()" not in result.stderr and len(result.stderr.splitlines()) == 1
