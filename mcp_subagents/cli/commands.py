@@ -104,7 +104,8 @@ def _run_command(
         case "agents" if namespace.agents_command == "list":
             from .agents import list_agents
 
-            list_agents(settings, as_json=namespace.json)
+            if failed := list_agents(settings, as_json=namespace.json):
+                raise SystemExit(failed)
         case "agents":
             from .agents import validate_command
 

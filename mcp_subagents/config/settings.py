@@ -201,7 +201,7 @@ def _integer(raw: str, meaning: str) -> int:
     """`raw` as an integer; else a ValueError saying in plain words what was expected (Python's own reads "invalid
     literal for int() with base 10")."""
     try:
-        return int(raw.strip())
+        return int(str(raw).strip())  # the dashboard's --port arrives parsed already
     except ValueError:
         raise ValueError(f"must be {meaning}, got {raw!r}") from None
 
@@ -209,7 +209,7 @@ def _integer(raw: str, meaning: str) -> int:
 def _number(raw: str, meaning: str) -> float:
     """`raw` as a finite number (not nan or inf); else a ValueError saying what was expected."""
     try:
-        value = float(raw.strip())
+        value = float(str(raw).strip())
     except ValueError:
         raise ValueError(f"must be {meaning}, got {raw!r}") from None
     if not math.isfinite(value):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -103,7 +104,9 @@ def test_agents_list_json_shows_agents_and_failures(
     folder = tmp_path / "agents"
     write_agent(folder, "reviewer", description="Reviews code", extra="tools: Read, Grep\nmodel: opus\n")
     (folder / "broken.md").write_text("---\nname: [unclosed\n---\nbody\n", encoding="utf-8")
-    main(["agents", "list", "--json", "--agents-dir", str(folder), "--cwd", str(tmp_path)])
+    with pytest.raises(SystemExit) as exited:  # a file failed to load
+        main(["agents", "list", "--json", "--agents-dir", str(folder), "--cwd", str(tmp_path)])
+    assert exited.value.code == 1
     listing = json.loads(capsys.readouterr().out)
     by_name = {agent["name"]: agent for agent in listing["agents"]}
     assert {"general-purpose", "Explore", "Plan", "Bash", "reviewer"} <= set(by_name)
@@ -116,12 +119,13 @@ def test_agents_list_json_shows_agents_and_failures(
     assert listing["errors"][0]["error"]
 
 
-def test_agents_list_text_mentions_failures(tmp_path: Path, run_cli: RunCli) -> None:
+def test_agents_list_text_mentions_failures_and_exits_1(tmp_path: Path, run_cli: RunCli) -> None:
+    """Like `ls` with a file it cannot read: what loaded is listed, and the status says something failed."""
     folder = tmp_path / "agents"
     (folder).mkdir()
     (folder / "nodesc.md").write_text("---\nname: nodesc\n---\nbody\n", encoding="utf-8")
     result = run_cli("agents", "list", "--agents-dir", str(folder), home=tmp_path)
-    assert result.code == 0
+    assert result.code == 1
     assert "general-purpose" in result.stdout
     assert "nodesc.md" in result.stdout and "failed to load" in result.stdout
 
@@ -255,3 +259,16 @@ def test_a_value_that_is_not_a_number_is_named_in_plain_words(
     assert (result.code, result.stdout) == (2, "")
     assert result.stderr.startswith(f"mcp-subagents: {flag}: must be ") and "got 'many'" in result.stderr
     assert "int()" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_dashboard_on_a_taken_port_fails_in_one_line(tmp_path: Path, run_cli: RunCli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("dashboard", "--port", str(port), "--state-dir", str(tmp_path / "state"), home=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"mcp-subagents: dashboard: cannot listen on 127.0.0.1:{port}: Address already in use; is another dashboard "
+        "running there? choose another --port\n"
+    )
