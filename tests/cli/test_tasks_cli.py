@@ -212,3 +212,40 @@ def _run_main(argv: list[str]) -> tuple[int, str]:
         main(argv)
     code = exited.value.code
     return (code if isinstance(code, int) else 0), out.getvalue()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("model", "then"), [("claude-sonnet-4-6", "cost: $0.000045"), ("llama3", "no price")])
+async def test_show_of_a_running_task_says_no_price_only_of_a_model_that_has_none(
+    model: str, then: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before its first model response a task said "the model has no price", priced or not."""
+    settings = make_settings(tmp_path, model=model)
+    state = str(settings.state_dir)
+    asked = [anyio.Event(), anyio.Event()]
+    go_on = [anyio.Event(), anyio.Event()]
+    replies = iter([tool_call("Glob", {"pattern": "*"}), text("done")])
+
+    async def respond(_request: ModelRequest) -> ModelResponse:
+        turn = next(index for index, event in enumerate(asked) if not event.is_set())
+        asked[turn].set()
+        await go_on[turn].wait()
+        return next(replies)
+
+    shown: list[str] = []
+    async with running_app(settings, model=FunctionModel(respond)) as app:
+        record = app.launch(TaskRequest(description="a job", prompt="p", subagent_type="general-purpose"))
+        for turn in (0, 1):
+            with anyio.fail_after(10):
+                await asked[turn].wait()
+            _, out = await anyio.to_thread.run_sync(_run_main, ["tasks", "show", record.id, "--state-dir", state])
+            shown.append(out)
+            go_on[turn].set()
+        assert await app.tasks.wait(record, 10)
+    assert "cost: none yet (no model response so far)" in shown[0] and "no price" not in shown[0]
+    assert then in shown[1]
+    if model == "llama3":
+        assert f"cost: tokens only ({model} has no price)" in shown[1]
+    else:
+        assert "no price" not in shown[1]
+    capsys.readouterr()
