@@ -60,6 +60,8 @@ def test_list_show_and_tail_a_finished_run(finished_run: Path, capsys: pytest.Ca
     assert (row["turns"], row["tool_uses"], row["model"]) == (2, 1, "claude-sonnet-4-6")
     assert row["usage"]["input_tokens"] == 3000 and row["usage"]["output_tokens"] == 300
     assert row["cost_usd"] == pytest.approx((3000 * 3 + 300 * 15) / 1e6)  # $3 / $15 per million
+    # Labelled by its prompt's first line, as a host labels its tasks (not "run from the shell", all alike).
+    assert row["description"] == row["prompt"] == "What notes are here?"
     task_id = row["task_id"]
 
     code, out = cli("tasks", "list", "--state-dir", state, capsys=capsys)
@@ -69,7 +71,7 @@ def test_list_show_and_tail_a_finished_run(finished_run: Path, capsys: pytest.Ca
 
     code, out = cli("tasks", "show", task_id[:8], "--state-dir", state, capsys=capsys)
     assert code == 0
-    assert f"task {task_id}  (general-purpose: run from the shell)" in out and "cost: $0.0135" in out
+    assert f"task {task_id}  (general-purpose: What notes are here?)" in out and "cost: $0.0135" in out
     assert '<task_result agent="general-purpose">There is one note.' in out and "cost_usd: 0.0135;" in out
 
     code, out = cli("tasks", "tail", task_id, "--state-dir", state, capsys=capsys)
