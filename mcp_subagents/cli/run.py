@@ -53,7 +53,7 @@ def run_command(settings: Settings, words: Sequence[str], *, resume: str | None,
 
 
 def _usage(message: str) -> int:
-    print(f"mcp-subagents run: {message}", file=sys.stderr)
+    print(f"mcp-subagents run: {message} (see mcp-subagents run --help)", file=sys.stderr)
     return 2
 
 

@@ -257,7 +257,8 @@ def test_a_value_that_is_not_a_number_is_named_in_plain_words(
     flag = "--dashboard-port" if command == ["serve"] else "--max-turns"
     result = run_cli(*command, flag, "many", home=tmp_path)
     assert (result.code, result.stdout) == (2, "")
-    assert result.stderr.startswith(f"mcp-subagents: {flag}: must be ") and "got 'many'" in result.stderr
+    assert result.stderr.startswith(f"mcp-subagents {command[0]}: {flag}: must be ") and "got 'many'" in result.stderr
+    assert result.stderr.endswith(f"(see mcp-subagents {command[0]} --help)\n")
     assert "int()" not in result.stderr and len(result.stderr.splitlines()) == 1
 
 
