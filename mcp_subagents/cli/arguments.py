@@ -56,6 +56,11 @@ class CommandParser(argparse.ArgumentParser):
             return f"unknown {found[1].lower()} {found[2]}{self._choices()}"
         if found := re.fullmatch(r"argument (\S+): not allowed with argument (\S+)", message):
             return f"{found[1]} and {found[2]} cannot go together"
+        if found := re.fullmatch(r"argument (\S+): ignored explicit argument .*", message):
+            return f"{found[1]} takes no value"
+        if found := re.fullmatch(r"one of the arguments (.+) is required", message):
+            *others, last = found[1].split()
+            return f"give {', '.join(others)} or {last}"
         return message.removeprefix("argument ")
 
     def _choices(self) -> str:

@@ -236,6 +236,8 @@ def test_commands_let_worker_threads_have_the_interpreter_within_a_millisecond(
         (["tasks", "lsit"], "mcp-subagents tasks: unknown action 'lsit': one of list, show, tail, stop, answer"),
         (["tasks", "show", "abc", "def"], "mcp-subagents tasks show: unexpected argument 'def'"),
         (["tasks", "answer", "abc", "--allow", "--deny"], "tasks answer: --deny and --allow cannot go together"),
+        (["tasks", "answer", "abc"], "mcp-subagents tasks answer: give --allow, --always or --deny"),
+        (["agents", "list", "--json=1"], "mcp-subagents agents list: --json takes no value"),
         (["srve"], "mcp-subagents: unknown command 'srve': one of serve, run, agents, dashboard, tasks"),
         (["dashboard", "--port", "notanumber"], "--port: must be a port number from 0 to 65535 (0 picks a free one)"),
     ],
