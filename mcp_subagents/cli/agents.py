@@ -22,7 +22,9 @@ from ..runtime.sources import definition_sources, settings_locations
 from .validate import report_lines, validate_paths
 
 
-def list_agents(settings: Settings, *, as_json: bool) -> None:
+def list_agents(settings: Settings, *, as_json: bool) -> int:
+    """Print the agents in effect and the files that failed to load; the exit status is 1 when any failed (as `ls`
+    lists what it can and still fails on what it cannot), so a script or CI job notices a broken file."""
 
     settings_files = ClaudeSettingsFiles(settings_locations(settings))
     catalog = CatalogLoader(definition_sources(settings, settings_files)).load()
@@ -51,7 +53,7 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
         errors = [{"path": e.path, "error": e.error} for e in catalog.errors]
         standing = {"project": str(project), "trusted": trust.is_trusted(project), "why": trust.standing(project)}
         print(json.dumps({"agents": agents, "errors": errors, "warnings": warnings, "trust": standing}, indent=2))
-        return
+        return 1 if catalog.errors else 0
     lines: list[str] = []  # a project's agent files chose these names and texts: printed inert
     for d in catalog.agents.values():
         unusable = "  [NO USABLE TOOLS: Task refuses it]" if problems[d.name] else ""
@@ -69,6 +71,7 @@ def list_agents(settings: Settings, *, as_json: bool) -> None:
     lines.append(f"trust: {trust.standing(project)}")
     for line in lines:
         print(inert(line))
+    return 1 if catalog.errors else 0
 
 
 def validate_command(paths: Sequence[Path], settings: Settings) -> int:

@@ -5,15 +5,83 @@ to add, on every start of the server)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NoReturn, TypeVar, cast
 
-from ..config.settings import RUN_OPTIONS, SERVE_OPTIONS, SOURCE_OPTIONS, Option, Settings, add_options, settings_from
+from ..config.settings import (
+    RUN_OPTIONS,
+    SERVE_OPTIONS,
+    SOURCE_OPTIONS,
+    Option,
+    Settings,
+    add_options,
+    port_number,
+    settings_from,
+)
 from ..core.errors import ConfigError
 from ..core.version import __version__
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
 STATE_DIR_OPTIONS = tuple(option for option in RUN_OPTIONS if option.flag == "--state-dir")
+USAGE_ERROR = 2
+"""The exit status of a command line that does not parse, as argparse and shells have it."""
+
+_T = TypeVar("_T")
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A parser whose errors are one line that says what is wrong in plain words and which `--help` tells more,
+    instead of argparse's usage block (forty lines for `serve`)."""
+
+    help_command: str | None = None
+    """The command a mistake is reported for (`mcp-subagents serve`); None: this parser's own. The top parser
+    reports the mistakes it finds after a command's parser ran (an unknown option) for that command."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.help_command or self.prog
+        self.exit(USAGE_ERROR, f"{command}: {self._plain(message)} (see {command} --help)\n")
+
+    def _plain(self, message: str) -> str:
+        if message.startswith("unrecognized arguments: "):
+            words = message.removeprefix("unrecognized arguments: ").split()
+            options = [word for word in words if word.startswith("-")]
+            return f"unknown option {options[0]}" if options else f"unexpected argument {words[0]!r}"
+        if message.startswith("the following arguments are required: "):
+            return f"missing {message.removeprefix('the following arguments are required: ')}{self._choices()}"
+        if found := re.fullmatch(r"argument (\S+): expected one argument", message):
+            return f"{found[1]} needs a value"
+        if found := re.fullmatch(r"argument (\S+): invalid choice: (.+?) \(choose from .*\)", message, re.S):
+            return f"unknown {found[1].lower()} {found[2]}{self._choices()}"
+        if found := re.fullmatch(r"argument (\S+): not allowed with argument (\S+)", message):
+            return f"{found[1]} and {found[2]} cannot go together"
+        if found := re.fullmatch(r"argument (\S+): ignored explicit argument .*", message):
+            return f"{found[1]} takes no value"
+        if found := re.fullmatch(r"one of the arguments (.+) is required", message):
+            *others, last = found[1].split()
+            return f"give {', '.join(others)} or {last}"
+        return message.removeprefix("argument ")
+
+    def _choices(self) -> str:
+        """`: one of serve, run, ...` for a parser of commands or actions."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):  # pyright: ignore[reportPrivateUsage]
+                commands = cast("argparse._SubParsersAction[CommandParser]", action)  # pyright: ignore[reportPrivateUsage]
+                return f": one of {', '.join(commands.choices)}"
+        return ""
+
+
+def plain_argument(convert: Callable[[str], _T]) -> Callable[[str], _T]:
+    """`convert` as an argparse `type` whose ValueError's own words are shown (argparse shows its own otherwise)."""
+
+    def parse(raw: str) -> _T:
+        try:
+            return convert(raw)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
 def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
@@ -25,10 +93,11 @@ def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
         if command == chosen:
             add_options(parser, options)
 
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="mcp-subagents",
         description="Claude-Code-style subagents for any MCP host. Without a command, `serve` is assumed.",
     )
+    parser.help_command = _command_words(command_line)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -49,7 +118,7 @@ def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
     run.add_argument("words", nargs="+", metavar="AGENT PROMPT", help="subagent type (e.g. Explore), then the task")
     run.add_argument("--resume", metavar="ID", help="continue an earlier task's conversation with PROMPT")
     run.add_argument("--raw", action="store_true", help="print the <task_result> envelope a host gets")
-    run.add_argument("--max-turns-for-run", dest="task_max_turns", type=int, help=argparse.SUPPRESS)
+    run.add_argument("--max-turns-for-run", dest="task_max_turns", type=plain_argument(_turns), help=argparse.SUPPRESS)
     add_options_if_chosen("run", run, (*SOURCE_OPTIONS, *RUN_OPTIONS))
 
     agents = commands.add_parser("agents", help="list or validate agent definitions")
@@ -63,14 +132,25 @@ def build_parser(command_line: Sequence[str] = ()) -> argparse.ArgumentParser:
     dashboard = commands.add_parser(
         "dashboard", help="the browser dashboard of a state directory, on 127.0.0.1 (every task, live)"
     )
-    dashboard.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: 0, any free port)")
+    dashboard.add_argument(
+        "--port", type=plain_argument(port_number), default=0, help="port on 127.0.0.1 (default: 0, any free port)"
+    )
     add_options_if_chosen("dashboard", dashboard, (*SOURCE_OPTIONS, *RUN_OPTIONS))
 
     _add_tasks_parser(commands, chosen == "tasks")
     return parser
 
 
-def _add_tasks_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], chosen: bool) -> None:  # pyright: ignore[reportPrivateUsage]
+TASK_ACTION_HELP = {
+    "show": "a task's state, tokens, cost and result (or its output so far)",
+    "tail": "print a task's output and follow it until the task ends",
+    "stop": "stop a running task, whichever server process runs it",
+    "answer": "answer the permission question a task waits on, whichever server process runs it",
+}
+TASK_ACTIONS = ("list", *TASK_ACTION_HELP)
+
+
+def _add_tasks_parser(commands: argparse._SubParsersAction[CommandParser], chosen: bool) -> None:  # pyright: ignore[reportPrivateUsage]
     def add_options_if_chosen(_command: str, parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
         if chosen:
             add_options(parser, options)
@@ -80,12 +160,7 @@ def _add_tasks_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
     task_list.add_argument("--json", action="store_true", help="print a JSON list of tasks")
     add_options_if_chosen("tasks", task_list, STATE_DIR_OPTIONS)
-    for action, help_text in (
-        ("show", "a task's state, tokens, cost and result (or its output so far)"),
-        ("tail", "print a task's output and follow it until the task ends"),
-        ("stop", "stop a running task, whichever server process runs it"),
-        ("answer", "answer the permission question a task waits on, whichever server process runs it"),
-    ):
+    for action, help_text in TASK_ACTION_HELP.items():
         command = task_commands.add_parser(action, help=help_text)
         command.add_argument("task_id", metavar="ID", help="the task id (or its first 6 or more characters)")
         if action == "answer":
@@ -101,6 +176,27 @@ def _add_tasks_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
             choice.add_argument("--deny", dest="choice", action="store_const", const="deny", help="deny this call")
             command.add_argument("--question", metavar="QID", help="which question (default: the oldest open one)")
         add_options_if_chosen("tasks", command, STATE_DIR_OPTIONS)
+
+
+COMMANDS = {"serve": (), "run": (), "agents": ("list", "validate"), "dashboard": (), "tasks": TASK_ACTIONS}
+
+
+def _command_words(command_line: Sequence[str]) -> str | None:
+    """`mcp-subagents tasks show` for a command line that names a command (and its action): where a mistake the top
+    parser finds after the command's own parser ran is reported."""
+    if not command_line or command_line[0] not in COMMANDS:
+        return None
+    words = ["mcp-subagents", command_line[0]]
+    if len(command_line) > 1 and command_line[1] in COMMANDS[command_line[0]]:
+        words.append(command_line[1])
+    return " ".join(words)
+
+
+def _turns(raw: str) -> int:
+    value = int(raw) if raw.strip().isdigit() else 0
+    if value <= 0:
+        raise ValueError(f"must be a positive number of turns, got {raw!r}")
+    return value
 
 
 def command_parser(command: str | None = None) -> argparse.ArgumentParser:

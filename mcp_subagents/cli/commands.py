@@ -18,7 +18,7 @@ from ..config.settings import (
 from ..core.errors import ConfigError
 from ..render.inert import inert
 from ..serve.early_answers import EarlyStart
-from .arguments import ALL_OPTIONS, build_parser, with_command
+from .arguments import ALL_OPTIONS, USAGE_ERROR, build_parser, with_command
 from .prescan import CatalogPrescan, start_prescan
 
 THREAD_SWITCH_INTERVAL = 0.001
@@ -67,8 +67,11 @@ def _settings(namespace: argparse.Namespace) -> Settings:
     try:
         return settings_from(namespace, ALL_OPTIONS)
     except ConfigError as exc:
-        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
-        raise SystemExit(2) from None
+        # A flag's value is a mistake on the command line, which the command's --help explains; a variable's is not.
+        command = f"mcp-subagents {namespace.command}"
+        hint = f" (see {command} --help)" if exc.message.startswith("--") else ""
+        print(f"{command}: {exc.message}{hint}", file=sys.stderr)
+        raise SystemExit(USAGE_ERROR) from None
 
 
 def _log_to_stderr(settings: Settings, *, quiet: bool) -> None:
@@ -104,7 +107,8 @@ def _run_command(
         case "agents" if namespace.agents_command == "list":
             from .agents import list_agents
 
-            list_agents(settings, as_json=namespace.json)
+            if failed := list_agents(settings, as_json=namespace.json):
+                raise SystemExit(failed)
         case "agents":
             from .agents import validate_command
 

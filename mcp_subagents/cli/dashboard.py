@@ -4,7 +4,9 @@ channel). An answer given in the dashboard is recorded as given by the user who 
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import sys
 
 import anyio
@@ -50,13 +52,32 @@ def answerer(app: Subagents, person: str) -> Answerer:
     return answer
 
 
-async def serve_dashboard(app: Subagents, port: int) -> None:
-    """Serve the dashboard of `app`'s state directory until cancelled; its address goes to stderr."""
+def dashboard_socket(port: int, flag: str = "--port") -> socket.socket:
+    """The dashboard's listening socket on 127.0.0.1.
+
+    Raises:
+        ConfigError: the port is taken (or cannot be had), in one line that names `flag`.
+    """
     try:
-        sock = open_socket(port)
+        return open_socket(port)
     except OSError as exc:
-        logger.error("dashboard: cannot listen on 127.0.0.1:%d: %s", port, exc.strerror or exc)
+        hint = f"; is another dashboard running there? choose another {flag}" if exc.errno == errno.EADDRINUSE else ""
+        raise ConfigError(f"dashboard: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}{hint}") from None
+
+
+async def serve_dashboard(app: Subagents, port: int) -> None:
+    """`serve --dashboard`: the dashboard beside the MCP server until cancelled. A port it cannot have is logged and
+    the server goes on without it: a host's subagents matter more than the page."""
+    try:
+        sock = dashboard_socket(port, "--dashboard-port")
+    except ConfigError as exc:
+        logger.error("%s", exc.message)
         return
+    await show_dashboard(app, sock)
+
+
+async def show_dashboard(app: Subagents, sock: socket.socket) -> None:
+    """Serve the dashboard of `app`'s state directory on `sock` until cancelled; its address goes to stderr."""
     person = os_user()
     dashboard = Dashboard(
         app.settings.state_dir,
@@ -76,13 +97,15 @@ async def serve_dashboard(app: Subagents, port: int) -> None:
 
 
 def dashboard_command(settings: Settings, port: int) -> int:
-    async def main() -> None:
+    """`mcp-subagents dashboard`: exits 2, before anything starts, when the port cannot be had."""
+
+    async def main(sock: socket.socket) -> None:
         app = Subagents(settings)
         async with app.running():
-            await serve_dashboard(app, port)
+            await show_dashboard(app, sock)
 
     try:
-        anyio.run(main)
+        anyio.run(main, dashboard_socket(port))
     except KeyboardInterrupt:
         print("mcp-subagents: dashboard stopped", file=sys.stderr)
     except ConfigError as exc:

@@ -19,12 +19,15 @@ from ..render import outcome_text, task_error
 from ..render.inert import inert
 from ..runtime.request import TaskRequest
 from ..runtime.service import Subagents
+from ..tasks.files import first_line
 from ..tasks.record import TaskRecord
 from .tasks import os_user
 from .terminal import PlainProgress, StatusLine, TerminalQuestions, person_report, resume_hint
 
 INTERRUPTED = 130
 """The exit status of a command ended by Ctrl-C, as shells report it."""
+RUN_DESCRIPTION_CHARS = 60
+"""How much of the prompt's first line labels a `run` task in `tasks list` and the dashboard."""
 
 
 def run_command(settings: Settings, words: Sequence[str], *, resume: str | None, raw: bool) -> int:
@@ -50,7 +53,7 @@ def run_command(settings: Settings, words: Sequence[str], *, resume: str | None,
 
 
 def _usage(message: str) -> int:
-    print(f"mcp-subagents run: {message}", file=sys.stderr)
+    print(f"mcp-subagents run: {message} (see mcp-subagents run --help)", file=sys.stderr)
     return 2
 
 
@@ -58,7 +61,9 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
     err = sys.stderr
     app = Subagents(settings)
     async with app.running():
-        arguments = TaskRequest(description="run from the shell", prompt=prompt, subagent_type=agent, resume=resume)
+        # A host labels a task with a few words of its own; the prompt's first line is the closest a shell has.
+        description = first_line(prompt, RUN_DESCRIPTION_CHARS) or "run from the shell"
+        arguments = TaskRequest(description=description, prompt=prompt, subagent_type=agent, resume=resume)
         try:
             record = app.launch(arguments)
         except SubagentsError as exc:

@@ -103,7 +103,7 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
 def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
     header = snapshot.header
     u = snapshot.usage
-    cost = "tokens only (the model has no price)" if snapshot.cost_usd is None else format_usd(snapshot.cost_usd)
+    cost = _cost_text(snapshot)
     lines = [
         f"task {header.task_id}  ({_field(header.agent)}: {_field(header.description)})",
         f"state: {_field(snapshot.state)}   owner: {_field(header.owner)}   model: {_field(header.model or 'unknown')}"
@@ -137,6 +137,17 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
         return 1 if snapshot.outcome.is_error else 0
     print(inert(_read(output_path(transcript))[-4000:]), file=out, end="")
     return 0
+
+
+def _cost_text(snapshot: TaskSnapshot) -> str:
+    """What the task cost so far. Each model response's line in the transcript carries the cost of a priced model,
+    so no cost after one means the model has no price; before the first response nothing is known yet (this said
+    "has no price" for every running task until then)."""
+    if snapshot.cost_usd is not None:
+        return format_usd(snapshot.cost_usd)
+    if snapshot.tokens == 0 and not snapshot.finished:
+        return "none yet (no model response so far)"
+    return f"tokens only ({_field(snapshot.header.model or 'the model')} has no price)"
 
 
 def _tail(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -16,6 +17,8 @@ from .claude_settings import SELECTABLE_LEVELS, default_managed_settings_file
 
 Transport: TypeAlias = Literal["stdio", "sse", "streamable-http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "streamable-http")
+TRANSPORT_NAMES = ("stdio", "http", "streamable-http", "sse")
+"""What `--transport` accepts: `http` is what Claude Code's `.mcp.json` and the MCP Inspector call streamable HTTP."""
 PROVIDERS = ("anthropic", "openai")
 
 ENV_PREFIX = "MCP_SUBAGENTS_"
@@ -155,45 +158,71 @@ class Option:
 
 
 def _positive_int(raw: str) -> int:
-    value = int(raw)
+    value = _integer(raw, "a positive integer")
     if value <= 0:
         raise ValueError(f"must be a positive integer, got {raw}")
     return value
 
 
 def _non_negative_int(raw: str) -> int:
-    value = int(raw)
+    value = _integer(raw, "0 or a positive integer")
     if value < 0:
         raise ValueError(f"must be 0 or a positive integer, got {raw}")
     return value
 
 
-def _port(raw: str) -> int:
-    value = int(raw)
+def port_number(raw: str) -> int:
+    """A port on which to listen (0: any free one)."""
+    meaning = "a port number from 0 to 65535 (0 picks a free one)"
+    value = _integer(raw, meaning)
     if not 0 <= value <= 65535:
-        raise ValueError(f"must be a port number from 0 to 65535 (0 picks a free one), got {raw}")
+        raise ValueError(f"must be {meaning}, got {raw}")
     return value
 
 
 def _seconds(raw: str) -> float:
-    value = float(raw)
+    value = _number(raw, "a positive number of seconds")
     if value <= 0:
         raise ValueError(f"must be a positive number of seconds, got {raw}")
     return value
 
 
 def _non_negative_seconds(raw: str) -> float:
-    value = float(raw)
+    value = _number(raw, "0 or a positive number of seconds")
     if value < 0:
         raise ValueError(f"must be 0 or a positive number of seconds, got {raw}")
     return value
 
 
 def _usd(raw: str) -> float:
-    value = float(raw)
-    if not value > 0 or value == float("inf"):
+    value = _number(raw, "a positive amount of USD")
+    if not value > 0:
         raise ValueError(f"must be a positive amount of USD, got {raw}")
     return value
+
+
+def _integer(raw: str, meaning: str) -> int:
+    """`raw` as an integer; else a ValueError saying in plain words what was expected (Python's own reads "invalid
+    literal for int() with base 10")."""
+    try:
+        return int(str(raw).strip())  # the dashboard's --port arrives parsed already
+    except ValueError:
+        raise ValueError(f"must be {meaning}, got {raw!r}") from None
+
+
+def _number(raw: str, meaning: str) -> float:
+    """`raw` as a finite number (not nan or inf); else a ValueError saying what was expected."""
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"must be {meaning}, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"must be {meaning}, got {raw!r}")
+    return value
+
+
+def _transport(raw: str) -> Transport:
+    return "streamable-http" if raw == "http" else cast("Transport", raw)
 
 
 def _path(raw: str) -> Path:
@@ -407,9 +436,15 @@ RUN_OPTIONS: tuple[Option, ...] = (
 )
 
 SERVE_OPTIONS: tuple[Option, ...] = (
-    Option("--transport", "transport", "stdio (default), sse or streamable-http", choices=TRANSPORTS),
-    Option("--host", "host", "address for sse / streamable-http (default: 127.0.0.1)"),
-    Option("--port", "port", "port for sse / streamable-http (default: 8000; 0 = any free port)", _port),
+    Option(
+        "--transport",
+        "transport",
+        "stdio (default), http (streamable HTTP, also called streamable-http) or sse",
+        _transport,
+        choices=TRANSPORT_NAMES,
+    ),
+    Option("--host", "host", "address for http / sse (default: 127.0.0.1)"),
+    Option("--port", "port", "port for http / sse (default: 8000; 0 = any free port)", port_number),
     Option(
         "--auth-token-file",
         "auth_token_file",
@@ -465,7 +500,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         _boolean,
         switch=True,
     ),
-    Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", _port),
+    Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", port_number),
 )
 
 
@@ -478,7 +513,9 @@ def add_options(parser: argparse.ArgumentParser, options: Sequence[Option]) -> N
         elif option.switch:
             parser.add_argument(option.flag, dest=option.dest, action="store_true", default=None, help=help_text)
         else:
-            parser.add_argument(option.flag, dest=option.dest, choices=option.choices, help=help_text)
+            # `settings_from` checks the choices, in the same words for a flag and for its variable.
+            metavar = "{" + ",".join(option.choices) + "}" if option.choices else option.metavar
+            parser.add_argument(option.flag, dest=option.dest, metavar=metavar, help=help_text)
 
 
 def settings_from(

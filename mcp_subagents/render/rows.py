@@ -17,6 +17,7 @@ def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "state": snapshot.state,
         "agent": header.agent,
         "description": header.description,
+        "prompt": snapshot.prompt_line,
         "owner": header.owner,
         "model": header.model,
         "effort": header.effort,

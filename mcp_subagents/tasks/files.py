@@ -23,6 +23,8 @@ from .outcome import TaskOutcome
 from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
 
 MIN_PREFIX = 6
+PROMPT_LINE_CHARS = 120
+"""How much of a prompt's first line a task's row carries (the dashboard cuts it shorter to fit its column)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +68,8 @@ class TaskSnapshot:
     points: tuple[UsagePoint, ...] = ()
     waiting: WaitingQuestion | None = None
     """The question the task waits on (or waited on when it was interrupted); None when there is none."""
+    prompt_line: str = ""
+    """The first line of the prompt the task was given (for a resumed task, its new one); empty until it starts."""
 
     @property
     def task_id(self) -> str:
@@ -133,6 +137,7 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
         outcome=outcome,
         points=tuple(seen.points),
         waiting=waiting,
+        prompt_line=seen.prompt_line,
     )
 
 
@@ -152,6 +157,7 @@ class _Lines:
     """Questions without an answer line."""
     last_text: str = ""
     points: list[UsagePoint] = field(default_factory=lambda: [])
+    prompt_line: str = ""
 
     def read(self, entry: dict[str, Any]) -> None:
         kind = entry.get("type")
@@ -177,6 +183,10 @@ class _Lines:
                 typed = cast("dict[str, Any]", message)
                 self.last_text = _follow_message(typed, self.pending) or self.last_text
                 self.tool_uses += _calls(typed)
+                # A resumed task's transcript repeats the conversation it continues before it starts: its own
+                # prompt is the first one after the start.
+                if typed.get("role") == "user" and self.started is not None and not self.prompt_line:
+                    self.prompt_line = first_line(str(typed.get("content", "")))
 
 
 def list_tasks(state_dir: Path, prices: PriceTable | None = None) -> list[TaskSnapshot]:
@@ -216,6 +226,12 @@ def find_task(state_dir: Path, task_id: str) -> Path:
 
 def output_path(transcript: Path) -> Path:
     return transcript.with_suffix(".output")
+
+
+def first_line(text: str, limit: int = PROMPT_LINE_CHARS) -> str:
+    """The first line of `text` that has anything on it, its spaces collapsed, cut to `limit` characters with `…`."""
+    line = next((" ".join(line.split()) for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def mark_interrupted(path: Path) -> None:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -103,7 +104,9 @@ def test_agents_list_json_shows_agents_and_failures(
     folder = tmp_path / "agents"
     write_agent(folder, "reviewer", description="Reviews code", extra="tools: Read, Grep\nmodel: opus\n")
     (folder / "broken.md").write_text("---\nname: [unclosed\n---\nbody\n", encoding="utf-8")
-    main(["agents", "list", "--json", "--agents-dir", str(folder), "--cwd", str(tmp_path)])
+    with pytest.raises(SystemExit) as exited:  # a file failed to load
+        main(["agents", "list", "--json", "--agents-dir", str(folder), "--cwd", str(tmp_path)])
+    assert exited.value.code == 1
     listing = json.loads(capsys.readouterr().out)
     by_name = {agent["name"]: agent for agent in listing["agents"]}
     assert {"general-purpose", "Explore", "Plan", "Bash", "reviewer"} <= set(by_name)
@@ -116,12 +119,13 @@ def test_agents_list_json_shows_agents_and_failures(
     assert listing["errors"][0]["error"]
 
 
-def test_agents_list_text_mentions_failures(tmp_path: Path, run_cli: RunCli) -> None:
+def test_agents_list_text_mentions_failures_and_exits_1(tmp_path: Path, run_cli: RunCli) -> None:
+    """Like `ls` with a file it cannot read: what loaded is listed, and the status says something failed."""
     folder = tmp_path / "agents"
     (folder).mkdir()
     (folder / "nodesc.md").write_text("---\nname: nodesc\n---\nbody\n", encoding="utf-8")
     result = run_cli("agents", "list", "--agents-dir", str(folder), home=tmp_path)
-    assert result.code == 0
+    assert result.code == 1
     assert "general-purpose" in result.stdout
     assert "nodesc.md" in result.stdout and "failed to load" in result.stdout
 
@@ -217,3 +221,57 @@ def test_commands_let_worker_threads_have_the_interpreter_within_a_millisecond(
         main(["tasks", "list", "--state-dir", str(tmp_path)])
     capsys.readouterr()
     assert asked == [0.001]
+
+
+@pytest.mark.parametrize(
+    ("command_line", "said"),
+    [
+        (["--bogus"], "mcp-subagents serve: unknown option --bogus (see mcp-subagents serve --help)"),
+        (["serve", "--port"], "mcp-subagents serve: --port needs a value (see mcp-subagents serve --help)"),
+        (["run", "--bogus", "Explore", "go"], "mcp-subagents run: unknown option --bogus (see mcp-subagents run"),
+        (["agents", "list", "--wrong"], "mcp-subagents agents list: unknown option --wrong"),
+        (["agents", "validate"], "mcp-subagents agents validate: missing PATH"),
+        (["agents"], "mcp-subagents agents: missing ACTION: one of list, validate"),
+        (["tasks"], "mcp-subagents tasks: missing ACTION: one of list, show, tail, stop, answer"),
+        (["tasks", "lsit"], "mcp-subagents tasks: unknown action 'lsit': one of list, show, tail, stop, answer"),
+        (["tasks", "show", "abc", "def"], "mcp-subagents tasks show: unexpected argument 'def'"),
+        (["tasks", "answer", "abc", "--allow", "--deny"], "tasks answer: --deny and --allow cannot go together"),
+        (["tasks", "answer", "abc"], "mcp-subagents tasks answer: give --allow, --always or --deny"),
+        (["agents", "list", "--json=1"], "mcp-subagents agents list: --json takes no value"),
+        (["srve"], "mcp-subagents: unknown command 'srve': one of serve, run, agents, dashboard, tasks"),
+        (["dashboard", "--port", "notanumber"], "--port: must be a port number from 0 to 65535 (0 picks a free one)"),
+    ],
+)
+def test_a_wrong_command_line_is_one_line_that_points_to_help(
+    command_line: list[str], said: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Not argparse's usage block (forty lines for `serve`) nor Python's conversion messages."""
+    result = run_cli(*command_line, home=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert len(result.stderr.splitlines()) == 1 and said in result.stderr
+    assert result.stderr.rstrip().endswith("--help)")
+
+
+@pytest.mark.parametrize("command", [["serve"], ["run", "Explore", "go"], ["dashboard"]])
+def test_a_value_that_is_not_a_number_is_named_in_plain_words(
+    command: list[str], tmp_path: Path, run_cli: RunCli
+) -> None:
+    flag = "--dashboard-port" if command == ["serve"] else "--max-turns"
+    result = run_cli(*command, flag, "many", home=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"mcp-subagents {command[0]}: {flag}: must be ") and "got 'many'" in result.stderr
+    assert result.stderr.endswith(f"(see mcp-subagents {command[0]} --help)\n")
+    assert "int()" not in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_dashboard_on_a_taken_port_fails_in_one_line(tmp_path: Path, run_cli: RunCli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("dashboard", "--port", str(port), "--state-dir", str(tmp_path / "state"), home=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr == (
+        f"mcp-subagents: dashboard: cannot listen on 127.0.0.1:{port}: Address already in use; is another dashboard "
+        "running there? choose another --port\n"
+    )

@@ -73,14 +73,24 @@ def test_flags_win_over_environment(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("environ", "expected"),
     [
-        ({"MCP_SUBAGENTS_PORT": "http"}, "MCP_SUBAGENTS_PORT"),
-        ({"MCP_SUBAGENTS_TRANSPORT": "carrier-pigeon"}, "must be one of stdio, sse, streamable-http"),
+        ({"MCP_SUBAGENTS_PORT": "http"}, "MCP_SUBAGENTS_PORT: must be a port number from 0 to 65535"),
+        ({"MCP_SUBAGENTS_TRANSPORT": "carrier-pigeon"}, "must be one of stdio, http, streamable-http, sse"),
+        ({"MCP_SUBAGENTS_TASK_TIMEOUT": "nan"}, "must be a positive number of seconds, got 'nan'"),
         ({"MCP_SUBAGENTS_CWD": "/definitely/not/here"}, "is not a directory"),
     ],
 )
 def test_bad_values_name_the_setting(environ: dict[str, str], expected: str) -> None:
     with pytest.raises(ConfigError, match=expected):
         parse([], {"HOME": "/tmp", **environ})
+
+
+@pytest.mark.parametrize("given", [["--transport", "http"], ["--transport=http"], []])
+def test_http_is_a_name_for_streamable_http_as_claude_code_and_the_inspector_say(
+    given: list[str], tmp_path: Path
+) -> None:
+    """`"type": "http"` in Claude Code's .mcp.json, "Streamable HTTP" / `http` in the MCP Inspector."""
+    settings = parse(given, {"HOME": str(tmp_path), "MCP_SUBAGENTS_TRANSPORT": "http"})
+    assert settings.transport == "streamable-http"
 
 
 def test_team_serving_flags(tmp_path: Path) -> None:

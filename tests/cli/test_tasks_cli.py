@@ -61,6 +61,8 @@ def test_list_show_and_tail_a_finished_run(finished_run: Path, capsys: pytest.Ca
     assert row["model_note"] == ""
     assert row["usage"]["input_tokens"] == 3000 and row["usage"]["output_tokens"] == 300
     assert row["cost_usd"] == pytest.approx((3000 * 3 + 300 * 15) / 1e6)  # $3 / $15 per million
+    # Labelled by its prompt's first line, as a host labels its tasks (not "run from the shell", all alike).
+    assert row["description"] == row["prompt"] == "What notes are here?"
     task_id = row["task_id"]
 
     code, out = cli("tasks", "list", "--state-dir", state, capsys=capsys)
@@ -70,7 +72,7 @@ def test_list_show_and_tail_a_finished_run(finished_run: Path, capsys: pytest.Ca
 
     code, out = cli("tasks", "show", task_id[:8], "--state-dir", state, capsys=capsys)
     assert code == 0
-    assert f"task {task_id}  (general-purpose: run from the shell)" in out and "cost: $0.0135" in out
+    assert f"task {task_id}  (general-purpose: What notes are here?)" in out and "cost: $0.0135" in out
     assert '<task_result agent="general-purpose">There is one note.' in out and "cost_usd: 0.0135;" in out
     assert "model: claude-sonnet-4-6 (effort medium)" in out  # what ran, in the header and in the result's footer
     assert "; model: claude-sonnet-4-6; effort: medium; turns: 2;" in out
@@ -215,3 +217,40 @@ def _run_main(argv: list[str]) -> tuple[int, str]:
         main(argv)
     code = exited.value.code
     return (code if isinstance(code, int) else 0), out.getvalue()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("model", "then"), [("claude-sonnet-4-6", "cost: $0.000045"), ("llama3", "no price")])
+async def test_show_of_a_running_task_says_no_price_only_of_a_model_that_has_none(
+    model: str, then: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before its first model response a task said "the model has no price", priced or not."""
+    settings = make_settings(tmp_path, model=model)
+    state = str(settings.state_dir)
+    asked = [anyio.Event(), anyio.Event()]
+    go_on = [anyio.Event(), anyio.Event()]
+    replies = iter([tool_call("Glob", {"pattern": "*"}), text("done")])
+
+    async def respond(_request: ModelRequest) -> ModelResponse:
+        turn = next(index for index, event in enumerate(asked) if not event.is_set())
+        asked[turn].set()
+        await go_on[turn].wait()
+        return next(replies)
+
+    shown: list[str] = []
+    async with running_app(settings, model=FunctionModel(respond)) as app:
+        record = app.launch(TaskRequest(description="a job", prompt="p", subagent_type="general-purpose"))
+        for turn in (0, 1):
+            with anyio.fail_after(10):
+                await asked[turn].wait()
+            _, out = await anyio.to_thread.run_sync(_run_main, ["tasks", "show", record.id, "--state-dir", state])
+            shown.append(out)
+            go_on[turn].set()
+        assert await app.tasks.wait(record, 10)
+    assert "cost: none yet (no model response so far)" in shown[0] and "no price" not in shown[0]
+    assert then in shown[1]
+    if model == "llama3":
+        assert f"cost: tokens only ({model} has no price)" in shown[1]
+    else:
+        assert "no price" not in shown[1]
+    capsys.readouterr()

@@ -195,3 +195,57 @@ async def test_claude_code_answers_a_background_tasks_question_through_taskoutpu
     assert (project / "bg.txt").read_text(encoding="utf-8") == "written in the background"
     assert "<status>completed</status>" in run.result and "SUBAGENT: " in run.result
     assert "File created successfully" in run.result
+
+
+DUMP_ENVIRONMENT = """\
+import json, os, sys
+with open(sys.argv[1], "w", encoding="utf-8") as out:
+    json.dump(dict(os.environ), out)
+"""
+
+
+@NEEDS_CLAUDE
+async def test_claude_code_passes_its_whole_environment_to_a_stdio_server_under_the_entrys_env(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
+    """What the README's host configuration says: the API key, base URL and the rest of Claude Code's environment
+    (its settings' `env` included) reach the server; the entry's `env` wins over them."""
+    fake.default = lambda _body: turn(text("ok"))
+    home, project = tmp_path / "home", tmp_path / "project"
+    for folder in (home / ".claude", project):
+        folder.mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps({"env": {"FROM_SETTINGS": "yes"}}), encoding="utf-8")
+    (home / ".claude.json").write_text(
+        json.dumps({"hasCompletedOnboarding": True, "projects": {str(project): {"hasTrustDialogAccepted": True}}}),
+        encoding="utf-8",
+    )
+    dump = tmp_path / "dump.py"
+    dump.write_text(DUMP_ENVIRONMENT, encoding="utf-8")
+    entry_env = {"bare": {}, "own": {"ANTHROPIC_API_KEY": "sk-entry-key"}}
+    servers = {
+        name: {"command": sys.executable, "args": [str(dump), str(tmp_path / f"{name}.json")], "env": env}
+        for name, env in entry_env.items()
+    }
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    with anyio.fail_after(240):
+        await anyio.run_process(
+            [str(CLAUDE), "-p", "hello", "--mcp-config", str(config), "--strict-mcp-config"],
+            cwd=project,
+            check=False,
+            env={
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(home),
+                "ANTHROPIC_BASE_URL": fake.url,
+                "ANTHROPIC_API_KEY": KEY,
+                "SOMETHING_OF_THE_SHELL": "kept",
+                "DISABLE_TELEMETRY": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            },
+        )
+    bare, own = (json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("bare", "own"))
+    assert (bare["ANTHROPIC_API_KEY"], own["ANTHROPIC_API_KEY"]) == (KEY, "sk-entry-key")
+    for environment in (bare, own):
+        assert environment["ANTHROPIC_BASE_URL"] == fake.url  # also where the entry's own key goes
+        assert (environment["SOMETHING_OF_THE_SHELL"], environment["FROM_SETTINGS"]) == ("kept", "yes")

@@ -206,7 +206,8 @@ async def test_a_hostile_tasks_text_is_shown_inert_in_the_page(tmp_path: Path) -
 
     settings = make_settings(tmp_path, model="claude-sonnet-4-6")
     async with running_app(settings, model=FunctionModel(respond)) as app, served_dashboard(app) as dashboard:
-        record = app.launch(TaskRequest(description=f"look {HOSTILE}", prompt="go", subagent_type="general-purpose"))
+        prompt = f"go {HOSTILE}"  # the prompt's first line has a column of its own
+        record = app.launch(TaskRequest(description=f"look {HOSTILE}", prompt=prompt, subagent_type="general-purpose"))
         with anyio.fail_after(10):
             await record.done.wait()
         async with chromium_page(width=1200, height=900) as page:
@@ -230,9 +231,57 @@ async def test_a_hostile_tasks_text_is_shown_inert_in_the_page(tmp_path: Path) -
             raw_row = page.locator(f'tr[data-task-id="{raw_id}"]')
             await raw_row.wait_for(timeout=10_000)
             raw_listed = await raw_row.inner_text()
-    assert "look Done.\\x1b]52;c;" in listed
+    assert "look Done.\\x1b]52;c;" in listed and "go Done.\\x1b]52;c;" in listed
     assert_inert(listed)
     assert "Read\\x1b]52;c;aGk=\\x07\\u202e" in shown and "notes\\\\u202e.md" in shown  # the call, as JSON
     assert_inert(shown)
     assert "helper\\u202e" in raw_listed and "Read\\x1b]52;c;aGk=\\x07\\u202e" in raw_listed
     assert_inert(raw_listed)
+
+
+async def test_the_list_shows_id_model_and_prompt_and_filters_by_waiting_running_and_finished(
+    tmp_path: Path,
+) -> None:
+    settings = make_settings(tmp_path, model="claude-sonnet-4-6", ask_timeout=60)
+    assert settings.cwd is not None
+    writes, release = writing_model(settings.cwd), anyio.Event()
+
+    async def respond(request: ModelRequest) -> ModelResponse:
+        prompt = str(request.messages[0])
+        if "quick" in prompt:
+            return reply("Three modules.")
+        if "slow" in prompt:
+            await release.wait()
+            return reply("Followed.")
+        return await writes.request(request)
+
+    async with running_app(settings, model=FunctionModel(respond)) as app, served_dashboard(app) as dashboard:
+        done = app.launch(
+            TaskRequest(description="look", prompt=f"quick look {XSS}\nin detail", subagent_type="Explore")
+        )
+        with anyio.fail_after(10):
+            await done.done.wait()
+        slow = app.launch(TaskRequest(description="follow", prompt="slow: follow the logs", subagent_type="Explore"))
+        asking, _ = await asking_task(app)
+        async with chromium_page(width=1400, height=600) as page:
+            await page.goto(dashboard.access.url)
+            rows = {record.id: page.locator(f'tr[data-task-id="{record.id}"]') for record in (done, slow, asking)}
+            await rows[slow.id].locator(".state.running").wait_for(timeout=10_000)
+            await rows[asking.id].locator(".state.waiting").wait_for(timeout=10_000)
+            headers = await page.locator("thead th").all_inner_texts()
+            cells = rows[done.id].locator("td")
+            first = {name: await cells.nth(headers.index(name)).inner_text() for name in ("id", "model", "prompt")}
+            assert first == {"id": done.id[:8], "model": "claude-sonnet-4-6", "prompt": f"quick look {XSS}"}
+            assert await page.locator("img").count() == 0  # the prompt is text
+            assert await rows[asking.id].locator("td.prompt").inner_text() == "Write the notes."
+            for name, kept in (("waiting", asking), ("running", slow), ("finished", done), ("all", None)):
+                await page.get_by_role("button", name=re.compile(rf"^{name} \(")).click()
+                for record, row in ((r, rows[r.id]) for r in (done, slow, asking)):
+                    await row.wait_for(state="attached" if kept in (None, record) else "detached", timeout=10_000)
+            assert await page.get_by_role("button").all_inner_texts() == [
+                "all (3)",
+                "waiting (1)",
+                "running (1)",
+                "finished (1)",
+            ]
+            release.set()

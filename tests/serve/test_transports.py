@@ -52,3 +52,13 @@ async def test_streamable_http_round_trip(tmp_path: Path, mode: str) -> None:
                 result = await client.call_tool("Task", TASK)
     assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]
     assert "ANTHROPIC_API_KEY" in text_of(result)
+
+
+async def test_transport_http_is_streamable_http_as_claude_code_names_it(tmp_path: Path) -> None:
+    """`claude mcp add --transport http` and the Inspector's `http`: the same word starts the same server."""
+    async with http_server(tmp_path, "http") as url:
+        assert url.endswith("/mcp")
+        with anyio.fail_after(30):
+            async with Client(url, mode=MODES[0]) as client:
+                tools = (await client.list_tools()).tools
+    assert [tool.name for tool in tools] == ["Task", "TaskOutput", "TaskStop"]

@@ -132,3 +132,21 @@ def test_a_transcript_of_one_line_or_cut_in_its_end_line_has_no_outcome(tmp_path
         out.write('{"type": "end", "state": "completed", "outcome": {"state": "compl')  # the crash
     cut = read_summary(path)
     assert cut is not None and cut.header == HEADER and cut.outcome is None
+
+
+def test_a_tasks_prompt_line_is_the_first_line_of_its_own_prompt_not_the_history_it_continues(
+    tmp_path: Path,
+) -> None:
+    from mcp_subagents.tasks.files import first_line, read_task
+
+    writer = TranscriptWriter(tmp_path / "t1.jsonl")
+    writer.header(HEADER)
+    writer.message(UserMessage(content="The first job\nin detail"))  # the conversation a resumed task continues
+    writer.message(AssistantMessage(parts=(TextPart(text="done"),)))
+    before_start = read_task(tmp_path / "t1.jsonl")
+    assert before_start is not None and before_start.prompt_line == ""
+    writer.running()
+    writer.message(UserMessage(content="\n  Now   the second\tstep  \nwith more", context=("CLAUDE.md says...",)))
+    snapshot = read_task(tmp_path / "t1.jsonl")
+    assert snapshot is not None and snapshot.prompt_line == "Now the second step"
+    assert first_line("x" * 200, 10) == "xxxxxxxxx…" and first_line("\n \n") == ""

@@ -67,7 +67,7 @@
     all: () => true,
     waiting: (t) => t.state === "waiting",
     running: (t) => t.state === "running" || t.state === "queued",
-    ended: (t) => !["waiting", "running", "queued"].includes(t.state),
+    finished: (t) => !["waiting", "running", "queued"].includes(t.state),
   };
   let filter = "all";
   let listed = [];
@@ -105,10 +105,13 @@
     const rows = shownTasks.map((t) =>
       el("tr", { class: "task", "data-task-id": t.task_id, onclick: () => (location.hash = "#/task/" + t.task_id) },
         el("td", {}, badge(t.state)),
+        el("td", { class: "id", title: t.task_id }, t.task_id.slice(0, 8)),
         el("td", {}, t.agent),
+        el("td", { class: "model" }, t.model || "–"),
         el("td", { class: "desc", title: t.description }, t.description,
           t.waiting && t.state === "waiting" ? el("div", { class: "waiting-for-you", title: t.waiting.headline },
             "waiting for you: " + t.waiting.headline) : null),
+        el("td", { class: "prompt", title: t.prompt || "" }, t.prompt || ""),
         el("td", { class: "tool" }, t.current_tools.join(", ")),
         el("td", { class: "num" }, String(t.turns)),
         el("td", { class: "num" }, tokens(t.tokens)),
@@ -117,8 +120,8 @@
         el("td", { class: "muted" }, when(t.created)),
         el("td", { class: "muted" }, t.owner)));
     view.replaceChildren(filterBar(tasks), el("table", {},
-      el("thead", {}, el("tr", {}, ...["state", "agent", "description", "running", "turns", "tokens", "cost",
-        "elapsed", "started", "owner"].map((name) => el("th", {}, name)))),
+      el("thead", {}, el("tr", {}, ...["state", "id", "agent", "model", "description", "prompt", "running", "turns",
+        "tokens", "cost", "elapsed", "started", "owner"].map((name) => el("th", {}, name)))),
       el("tbody", {}, ...rows)));
   }
 
