@@ -21,7 +21,7 @@ from ..core.errors import DefinitionError, ToolError
 from ..core.git import checkout_root
 from ..definitions.frontmatter import has_frontmatter, read_frontmatter
 from ..definitions.sources import plugin_folders
-from ..tools.base import Tool, ToolContext, ToolInput
+from ..tools.base import Tool, ToolAnswer, ToolContext, ToolInput
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +197,7 @@ def skill_tool(catalog: SkillCatalog, *, plugin: str | None = None) -> Tool:
             names = ", ".join(s.name for s in catalog.invocable()) or "none"
             why = "it can only be run by a person" if skill is not None else "there is no such skill"
             raise ToolError(f"The skill {args.skill!r} cannot be loaded: {why}. Available skills: {names}")
-        return "\n\n".join(skill_blocks(skill, args.args or ""))
+        loaded = "\n\n".join(skill_blocks(skill, args.args or ""))
+        return ToolAnswer(loaded, lambda: {"success": True, "commandName": skill.name})
 
     return Tool(name="Skill", description=SKILL_DESCRIPTION, input_model=SkillInput, run=run, read_only=True)

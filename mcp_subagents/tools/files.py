@@ -17,8 +17,9 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..core.errors import ToolError
-from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, lines_that_fit, tool_threads
+from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolAnswer, ToolContext, ToolInput, lines_that_fit, tool_threads
 from .paths import open_resolved, resolve_path
+from .responses import edit_response, empty_read_response, read_response, write_response
 from .text_lines import TextLines
 
 DEFAULT_LINE_LIMIT = 2000
@@ -131,7 +132,7 @@ def _read_file(ctx: ToolContext, path: Path, args: ReadInput, *, inline_limit: i
         if inline_limit is not None and size > inline_limit:
             raise _LargeForTheLoop
         if size == 0:
-            return EMPTY_FILE_NOTE
+            return ToolAnswer(EMPTY_FILE_NOTE, lambda: empty_read_response(str(path)))
         try:
             _refuse_binary(path, file.read(BINARY_SNIFF_BYTES), size)
             paged = args.offset is not None or args.limit is not None
@@ -196,13 +197,18 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
     shown = lines_that_fit(window[:max_lines], MAX_OUTPUT_CHARS) or 1  # the first line even when it is longer
     listing = "\n".join(window[:shown])
     if shown == len(window):
-        return listing
+        return _read_answer(listing, path, window, start=start, total=before + shown)
     shown_last = start + shown - 1
     read = before + len(window)  # the lines handed out, shown or not: the rest of the file follows them
-    return (
-        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, lines, read)}. "
-        f"To read more, call Read with offset={shown_last + 1}.)"
-    )
+    in_all, total = _how_many_in_all(file, lines, read)
+    more = f"To read more, call Read with offset={shown_last + 1}."
+    text = f"{listing}\n\n(Showing lines {start}-{shown_last}{in_all}. {more})"
+    return _read_answer(text, path, window[:shown], start=start, total=total)
+
+
+def _read_answer(text: str, path: Path, numbered: list[str], *, start: int, total: int) -> ToolAnswer:
+    shown = [line.partition("\t")[2] for line in numbered]
+    return ToolAnswer(text, lambda: read_response(str(path), shown, start=start, total=total))
 
 
 def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
@@ -223,15 +229,17 @@ def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
     return window
 
 
-def _how_many_in_all(file: BinaryIO, lines: TextLines, lines_seen: int) -> str:
-    """How long the file is: its exact line count when the rest is small enough to count cheaply, else its size and
-    an estimate from the lines seen so far (counting the rest of a huge file would cost more than the read)."""
+def _how_many_in_all(file: BinaryIO, lines: TextLines, lines_seen: int) -> tuple[str, int]:
+    """How long the file is, said and as a number: its exact line count when the rest is small enough to count
+    cheaply, else its size and an estimate from the lines seen so far (counting the rest of a huge file would cost
+    more than the read)."""
     position = lines.position()
     size = os.fstat(file.fileno()).st_size
     if size - position <= MAX_COUNTED_REST_BYTES:
-        return f" of {lines_seen + lines.rest_line_count()}"
+        total = lines_seen + lines.rest_line_count()
+        return f" of {total}", total
     estimate = _two_significant_digits((size - position) * lines_seen / max(position, 1))
-    return f"; about {estimate:,} more lines follow in this {_size(size)} file"
+    return f"; about {estimate:,} more lines follow in this {_size(size)} file", lines_seen + estimate
 
 
 def _two_significant_digits(value: float) -> int:
@@ -326,13 +334,27 @@ prefer Edit, which sends only the change.
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     data = _encode(args.content, "content")
+    original = _text_before_writing(path)
     if len(data) <= ON_LOOP_BYTES:
-        return f"{_write_file(path, data)} {WRITTEN_NOTE}"
-    written = await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
-    return f"{written} {WRITTEN_NOTE}"
+        existed = _write_file(path, data)
+    else:
+        existed = await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
+    said = f"The file {path} has been updated successfully." if existed else f"File created successfully at: {path}"
+    content = args.content
+    return ToolAnswer(f"{said} {WRITTEN_NOTE}", lambda: write_response(str(path), content, original, existed=existed))
 
 
-def _write_file(path: Path, data: bytes) -> str:
+def _text_before_writing(path: Path) -> str | None:
+    """What the file held, for Write's structured result; None when there was none or it is not small UTF-8 text
+    (the write itself decides what is an error)."""
+    try:
+        return _read_text_for_edit(path, inline_limit=ON_LOOP_BYTES)
+    except (ToolError, _LargeForTheLoop):
+        return None
+
+
+def _write_file(path: Path, data: bytes) -> bool:
+    """Whether the file was there before."""
     fd = _open_existing(path, os.O_WRONLY, action="written")
     existed = fd is not None
     try:
@@ -343,9 +365,7 @@ def _write_file(path: Path, data: bytes) -> str:
             file.write(data)
     except OSError as exc:
         raise ToolError(f"Could not write {path}: {exc.strerror or exc}") from None
-    if existed:
-        return f"The file {path} has been updated successfully."
-    return f"File created successfully at: {path}"
+    return existed
 
 
 def _encode(text: str, field_name: str) -> bytes:
@@ -426,8 +446,15 @@ def _edit_file(ctx: ToolContext, path: Path, args: EditInput, *, inline_limit: i
     updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
     _write_file(path, _encode(updated.replace("\n", "\r\n") if crlf else updated, "new_string"))
     if args.replace_all:
-        return f"The file {path} has been updated: all {count} occurrences were replaced."
-    return f"The file {path} has been updated successfully."
+        said = f"The file {path} has been updated: all {count} occurrences were replaced."
+    else:
+        said = f"The file {path} has been updated successfully."
+    return ToolAnswer(
+        said,
+        lambda: edit_response(
+            str(path), args.old_string, args.new_string, original=text, updated=updated, replace_all=args.replace_all
+        ),
+    )
 
 
 def _read_text_for_edit(path: Path, *, inline_limit: int | None = None) -> str | None:
