@@ -127,9 +127,10 @@ async def opening_message(
     claude_dir: Path | None,
     managed_dir: Path | None,
     env: Mapping[str, str],
+    attribution: str | None = None,
 ) -> UserMessage:
-    """A new run's first message: CLAUDE.md and git status before the prompt (unless `omitClaudeMd`), the agent's
-    `skills:` after it."""
+    """A new run's first message: CLAUDE.md and git status before the prompt (unless `omitClaudeMd`), then the
+    commit-attribution reminder (`attribution_block`, for an agent with Bash), the agent's `skills:` after it."""
     definition = extras.definition
     context: list[str] = []
     if not definition.omit_claude_md:
@@ -140,5 +141,7 @@ async def opening_message(
         status = await git_status(cwd, dict(env))
         if status is not None:
             context.append(git_status_block(status))
+    if attribution is not None:
+        context.append(attribution)
     skills = preloaded_skills(definition.skills, extras.skills, agent=definition.name, plugin=definition.plugin)
     return UserMessage(content=prompt, context=tuple(context), attachments=tuple(skills))

@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..agent.attribution import attribution_block
 from ..agent.hooks import StartAnswer
 from ..agent.hooks.scripts import hook_scripts
 from ..agent.loop import AgentRun, RunResult, run_agent
@@ -173,7 +174,8 @@ class RunAssembly:
             start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
             if start is not None and start.stop is not None:
                 return _stopped_at_start(start)
-            prompt = await self._prompt(request, extras, place, extensions, start)
+            credit = self._credit(run, place, extensions)
+            prompt = await self._prompt(request, extras, place, extensions, start, credit)
             return await run_agent(run, prompt, model=model, history=launched.history, on_event=listener)
 
     async def _prompt(
@@ -183,6 +185,7 @@ class RunAssembly:
         place: RunPlace,
         extensions: Extensions,
         start: StartAnswer | None,
+        credit: str | None,
     ) -> str | UserMessage:
         """The task's first message: the prompt, with the project's context and what the hooks added."""
         context = (*extensions.context, *(start.context if start is not None else ()))
@@ -196,8 +199,16 @@ class RunAssembly:
             claude_dir=settings.claude_dir,
             managed_dir=settings.policy_file.parent if settings.policy_file else None,
             env=self._host.tool_environment(),
+            attribution=credit,
         )
         return replace(opening, context=(*opening.context, *context))
+
+    def _credit(self, run: AgentRun, place: RunPlace, extensions: Extensions) -> str | None:
+        """The commit-attribution reminder, for an agent that can commit (it has Bash), as Claude Code adds it."""
+        if "Bash" not in run.tools:
+            return None
+        claude_settings = extensions.claude_settings or self._host.run_settings(place.project)
+        return attribution_block(claude_settings.credit, model_profile(run.model_id))
 
     def _working_directory(self, roots: tuple[Path, ...]) -> Path:
         # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.

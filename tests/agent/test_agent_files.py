@@ -3,6 +3,7 @@ CLAUDE.md and git status, skills, memory, effort/thinking/max_tokens, the system
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from http.server import ThreadingHTTPServer
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mcp_subagents.agent.attribution import DEFAULT_PR_CREDIT
 from mcp_subagents.config.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, text, thinking, tool_use, turn, web_search_blocks
 from tests.support import connected, make_settings, provider_environment, text_of, write_agent
@@ -125,8 +127,55 @@ async def test_the_built_in_explore_and_omit_claude_md_leave_the_context_out(tmp
 
     await run(settings, fake, task("Explore", "Find it"), task("quiet", "Hush"))
 
-    assert first_user_texts(fake.requests[0]) == ["Find it"]
-    assert first_user_texts(fake.requests[1]) == ["Hush"]
+    # Both have Bash: the commit-attribution reminder stays, as Claude Code 2.1.328 keeps it for its Explore.
+    [credit, prompt] = first_user_texts(fake.requests[0])
+    assert "Co-Authored-By: Claude" in credit and prompt == "Find it"
+    assert first_user_texts(fake.requests[1])[1:] == ["Hush"]
+
+
+# ---- the commit-attribution reminder --------------------------------------------------------------------------------
+
+
+def credit_block(request: Json) -> str | None:
+    return next((block for block in first_user_texts(request) if "How to credit your work in git" in block), None)
+
+
+@pytest.mark.parametrize(
+    ("settings_json", "commit", "pr"),
+    [
+        ({}, "Co-Authored-By: Claude Sonnet 5.5 <noreply@anthropic.com>", DEFAULT_PR_CREDIT),
+        ({"includeCoAuthoredBy": False}, None, None),
+        (
+            {"attribution": {"commit": "Assisted-by: a robot", "pr": "Made with help"}},
+            "Assisted-by: a robot",
+            "Made with help",
+        ),
+        ({"includeCoAuthoredBy": True, "attribution": {"commit": ""}}, None, DEFAULT_PR_CREDIT),
+    ],
+)
+async def test_an_agent_with_bash_is_told_how_to_credit_commits_as_the_settings_say(
+    tmp_path: Path, fake: FakeLLM, settings_json: dict[str, Any], commit: str | None, pr: str | None
+) -> None:
+    """Measured with Claude Code 2.1.328: the defaults, `includeCoAuthoredBy: false` (no reminder at all), the newer
+    `attribution` (which wins), and an empty line left out."""
+    settings = project(tmp_path, model="claude-sonnet-5-5")
+    assert settings.user_settings_file is not None
+    settings.user_settings_file.parent.mkdir(parents=True, exist_ok=True)
+    settings.user_settings_file.write_text(json.dumps(settings_json), encoding="utf-8")
+    write_agent(agents_dir(settings), "shell", extra="tools: Read, Bash\n")
+    write_agent(agents_dir(settings), "reader", extra="tools: Read\n")
+    fake.push(turn(text("a")), turn(text("b")))
+
+    await run(settings, fake, task("shell"), task("reader"))
+
+    block = credit_block(fake.requests[0])
+    assert credit_block(fake.requests[1]) is None  # no Bash, no commits
+    if commit is None and pr is None:
+        assert block is None
+        return
+    assert block is not None and first_user_texts(fake.requests[0])[-1] == "Do the thing"
+    assert (f"- Finish every git commit message with:\n{commit}\n" in block) == (commit is not None)
+    assert (f"- Finish every pull request description with:\n{pr}\n" in block) == (pr is not None)
 
 
 async def test_a_folder_without_git_gets_claude_md_but_no_git_status(tmp_path: Path, fake: FakeLLM) -> None:
@@ -139,7 +188,8 @@ async def test_a_folder_without_git_gets_claude_md_but_no_git_status(tmp_path: P
     await run(settings, fake, task("worker", "Go"))
 
     blocks = first_user_texts(fake.requests[0])
-    assert len(blocks) == 2 and "NO-GIT-RULE" in blocks[0] and blocks[1] == "Go"
+    assert len(blocks) == 3 and "NO-GIT-RULE" in blocks[0] and blocks[2] == "Go"
+    assert "# gitStatus" not in "".join(blocks) and blocks[1] == credit_block(fake.requests[0])
 
 
 async def test_resume_does_not_repeat_the_context(tmp_path: Path, fake: FakeLLM) -> None:
