@@ -4,6 +4,10 @@ folder and plugins. An agent's `skills:` are preloaded into its first message; t
 Where skills are found, and which wins when two share a name (as in Claude Code, the user's own beat the
 project's): `.claude/skills/` in the working directory and its parents up to the repository root, then
 `~/.claude/skills/`; plugin skills are named `plugin:skill` and never clash.
+
+Commands are skills too, as in Claude Code 2.1.328: each `.claude/commands/**/*.md` (project, user, a plugin's
+`commands/`) is offered under its path, folders as namespaces (`ns/sub.md` is `ns:sub`); its description is the
+frontmatter's or its first line. A skill beats a command of the same name.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 SkillSource: TypeAlias = Literal["project", "user", "plugin"]
 SKILL_FILE: Final = "SKILL.md"
+MAX_COMMAND_DEPTH: Final = 8
+"""Folders below `commands/` that are searched for commands (namespaces nest that deep at most)."""
 MAX_DESCRIPTION_CHARS: Final = 500
 
 
@@ -41,6 +47,8 @@ class Skill:
     model_invocable: bool = True
     """False with `disable-model-invocation: true`: only a person may run it, so it is neither preloaded nor
     offered to the Skill tool."""
+    command: bool = False
+    """A command file (`.claude/commands/…md`) rather than a skill folder: loaded without the folder line."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,13 +72,16 @@ class SkillCatalog:
 def load_skills(cwd: Path, *, claude_dir: Path | None, plugin_dirs: Sequence[Path] = ()) -> SkillCatalog:
     """Every skill visible from `cwd`. A broken SKILL.md is logged and skipped."""
     found: dict[str, Skill] = {}
-    for folder in reversed(_project_folders(cwd)):  # closer folders win
-        _scan(folder / ".claude" / "skills", "project", found, within=folder)
-    if claude_dir is not None:
-        _scan(claude_dir / "skills", "user", found)
-    for plugin_dir in plugin_dirs:
-        for plugin, root in plugin_folders(plugin_dir):
-            _scan(root / "skills", "plugin", found, plugin=plugin, within=root)
+    project_folders = list(reversed(_project_folders(cwd)))  # closer folders win
+    plugins = [found_plugin for plugin_dir in plugin_dirs for found_plugin in plugin_folders(plugin_dir)]
+    for scan in (_scan_commands, _scan):  # skills last: one beats a command of the same name
+        kind = "commands" if scan is _scan_commands else "skills"
+        for folder in project_folders:
+            scan(folder / ".claude" / kind, "project", found, within=folder)
+        if claude_dir is not None:
+            scan(claude_dir / kind, "user", found)
+        for plugin, root in plugins:
+            scan(root / kind, "plugin", found, plugin=plugin, within=root)
     return SkillCatalog(skills=dict(sorted(found.items())))
 
 
@@ -104,7 +115,42 @@ def _scan(
             found[skill.name] = skill
 
 
-def _read_skill(path: Path, source: SkillSource, plugin: str | None) -> Skill | None:
+def _scan_commands(
+    root: Path, source: SkillSource, found: dict[str, Skill], *, plugin: str | None = None, within: Path | None = None
+) -> None:
+    """Command files under `root`, each named by its path below it. With `within`, as for skills: a file whose
+    real path leaves that folder is skipped."""
+    for path, parts in _command_files(root, (), follow_links=within is None):
+        if within is not None and not path.resolve().is_relative_to(within.resolve()):
+            logger.warning("command %s leads out of %s through a link; skipped", path, within)
+            continue
+        skill = _read_skill(path, source, plugin, name=":".join(parts))
+        if skill is not None:
+            found[skill.name] = skill
+
+
+def _command_files(
+    folder: Path, namespace: tuple[str, ...], *, follow_links: bool
+) -> list[tuple[Path, tuple[str, ...]]]:
+    """Each command file below `folder` with its name's parts. A project's linked folder is not entered: it could
+    lead anywhere, and walking a link to `/` costs as much as it reveals."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError:
+        return []
+    files: list[tuple[Path, tuple[str, ...]]] = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=follow_links) and len(namespace) < MAX_COMMAND_DEPTH:
+            files += _command_files(Path(entry.path), (*namespace, entry.name), follow_links=follow_links)
+        elif entry.name.endswith(".md") and entry.is_file():
+            files.append((Path(entry.path), (*namespace, entry.name.removesuffix(".md"))))
+    return files
+
+
+def _read_skill(path: Path, source: SkillSource, plugin: str | None, *, name: str | None = None) -> Skill | None:
+    """The skill in `path`: a SKILL.md named by its folder, or (with `name`) a command file."""
     try:
         text = path.read_text(encoding="utf-8")
         if has_frontmatter(text):
@@ -118,16 +164,17 @@ def _read_skill(path: Path, source: SkillSource, plugin: str | None) -> Skill | 
     except DefinitionError as exc:
         logger.warning("skill %s skipped: %s", path, exc.message)
         return None
-    folder_name = path.parent.name
+    own_name = path.parent.name if name is None else name
     description = fields.get("description") or fields.get("when_to_use") or _first_line(body)
     invocation = fields.get("disable-model-invocation")
     return Skill(
-        name=f"{plugin}:{folder_name}" if plugin else folder_name,
+        name=f"{plugin}:{own_name}" if plugin else own_name,
         description=" ".join(str(description).split())[:MAX_DESCRIPTION_CHARS],
         directory=path.parent,
         body=body,
         source=source,
         model_invocable=not (invocation is True or str(invocation).strip().lower() == "true"),
+        command=name is not None,
     )
 
 
@@ -143,6 +190,8 @@ def skill_blocks(skill: Skill, arguments: str = "") -> tuple[str, str]:
         f"<command-name>{skill.name}</command-name>\n"
         "<skill-format>true</skill-format>"
     )
+    if skill.command:  # Claude Code gives a command's text alone
+        return marker, body
     return marker, f"Skill folder (paths in the skill are relative to it): {skill.directory}\n\n{body}"
 
 

@@ -281,6 +281,39 @@ async def test_the_skill_tool_loads_a_skill_on_demand(tmp_path: Path, fake: Fake
     assert "- kit:review: The review skill" in system_text(fake.requests[0])
 
 
+async def test_commands_are_offered_as_skills_with_folders_as_namespaces(tmp_path: Path, fake: FakeLLM) -> None:
+    """As Claude Code 2.1.328 lists them to a subagent with Skill (captured): `ns/sub.md` is `ns:sub`, a command
+    without frontmatter is described by its first line, the user's commands are there too, and a loaded command
+    is its text alone (with the arguments put in)."""
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None and settings.claude_dir is not None
+    commands = settings.cwd / ".claude" / "commands"
+    (commands / "ns" / "deeper").mkdir(parents=True)
+    (commands / "deploy.md").write_text("---\ndescription: Deploy the app\n---\nDeploy to $ARGUMENTS now.\n")
+    (commands / "ns" / "sub.md").write_text("# Nested command\nDo nested things.\n")
+    (commands / "ns" / "deeper" / "leaf.md").write_text("---\ndescription: leaf cmd\n---\nLeaf body.\n")
+    (commands / "twin.md").write_text("---\ndescription: the command twin\n---\nCOMMAND TWIN\n")
+    write_skill(settings.cwd / ".claude" / "skills", "twin", "SKILL TWIN")
+    (settings.claude_dir / "commands").mkdir(parents=True)
+    (settings.claude_dir / "commands" / "usercmd.md").write_text("---\ndescription: user command\n---\nUser body.\n")
+    write_agent(agents_dir(settings), "worker", extra="tools: Read, Skill\n")
+    fake.push(
+        turn(tool_use("Skill", {"skill": "deploy", "args": "prod"}), tool_use("Skill", {"skill": "ns:deeper:leaf"})),
+        turn(text("done")),
+    )
+
+    await run(settings, fake, task("worker"))
+
+    listing = system_text(fake.requests[0]).split("The Skill tool can load these skills:\n", 1)[1]
+    for line in ("- deploy: Deploy the app", "- ns:sub: Nested command", "- ns:deeper:leaf: leaf cmd"):
+        assert line in listing
+    assert "- usercmd: user command" in listing and "- twin: The twin skill" in listing  # the skill wins
+    deploy, leaf = fake.requests[1]["body"]["messages"][-1]["content"]
+    assert "<command-name>deploy</command-name>" in deploy["content"]
+    assert deploy["content"].endswith("<skill-format>true</skill-format>\n\nDeploy to prod now.")
+    assert leaf["content"].endswith("\n\nLeaf body.") and "Skill folder" not in leaf["content"]
+
+
 # ---- memory ---------------------------------------------------------------------------------------------------------
 
 
