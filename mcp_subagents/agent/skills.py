@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
@@ -24,7 +24,9 @@ from pydantic import Field
 from ..core.errors import DefinitionError, ToolError
 from ..core.git import checkout_root
 from ..definitions.frontmatter import has_frontmatter, read_frontmatter
+from ..definitions.parse import tool_entries
 from ..definitions.sources import plugin_folders
+from ..permissions.skill_grants import SkillGrants
 from ..tools.base import Tool, ToolAnswer, ToolContext, ToolInput
 
 logger = logging.getLogger(__name__)
@@ -49,6 +51,12 @@ class Skill:
     offered to the Skill tool."""
     command: bool = False
     """A command file (`.claude/commands/…md`) rather than a skill folder: loaded without the folder line."""
+    allowed_tools: tuple[str, ...] = ()
+    """`allowed-tools`: permission rules that count once the skill is loaded (`permissions.skill_grants`)."""
+    fork: bool = False
+    """`context: fork`: the Skill tool runs it as a subagent of its own and answers with that agent's result."""
+    fork_agent: str | None = None
+    """`agent`: the agent type a forked skill runs as (general-purpose when not given)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -175,6 +183,9 @@ def _read_skill(path: Path, source: SkillSource, plugin: str | None, *, name: st
         source=source,
         model_invocable=not (invocation is True or str(invocation).strip().lower() == "true"),
         command=name is not None,
+        allowed_tools=tool_entries(fields.get("allowed-tools")),
+        fork=str(fields.get("context", "")).strip().lower() == "fork",
+        fork_agent=str(fields["agent"]).strip() or None if isinstance(fields.get("agent"), str) else None,
     )
 
 
@@ -237,8 +248,20 @@ follow what it says.
 load it again."""
 
 
-def skill_tool(catalog: SkillCatalog, *, plugin: str | None = None) -> Tool:
-    """The Skill tool over this catalog."""
+ForkRunner = Callable[[Skill, str], Awaitable[tuple[str, str]]]
+"""Runs a `context: fork` skill as a subagent of its own, from its instructions with the arguments put in, and
+returns (that task's id, its final text); raises `ToolError` when it did not complete."""
+
+
+def skill_tool(
+    catalog: SkillCatalog,
+    *,
+    plugin: str | None = None,
+    grants: SkillGrants | None = None,
+    fork: ForkRunner | None = None,
+) -> Tool:
+    """The Skill tool over this catalog. A loaded skill's `allowed-tools` go to `grants`; a `context: fork` skill
+    runs through `fork` (without one it loads inline, as any skill)."""
 
     async def run(_ctx: ToolContext, args: SkillInput) -> str:
         skill = catalog.find(args.skill, plugin=plugin)
@@ -246,7 +269,19 @@ def skill_tool(catalog: SkillCatalog, *, plugin: str | None = None) -> Tool:
             names = ", ".join(s.name for s in catalog.invocable()) or "none"
             why = "it can only be run by a person" if skill is not None else "there is no such skill"
             raise ToolError(f"The skill {args.skill!r} cannot be loaded: {why}. Available skills: {names}")
+        if grants is not None and skill.allowed_tools:
+            grants.grant(skill.name)
+        if skill.fork and fork is not None:
+            task_id, result = await fork(skill, args.args or "")
+            forked = {"success": True, "commandName": skill.name, "status": "forked", "agentId": task_id}
+            text = f"The skill {skill.name} ran as a subagent of its own (context: fork), which answered:\n\n{result}"
+            return ToolAnswer(text, lambda: {**forked, "result": result})
         loaded = "\n\n".join(skill_blocks(skill, args.args or ""))
         return ToolAnswer(loaded, lambda: {"success": True, "commandName": skill.name})
 
     return Tool(name="Skill", description=SKILL_DESCRIPTION, input_model=SkillInput, run=run, read_only=True)
+
+
+def fork_prompt(skill: Skill, arguments: str) -> str:
+    """The first message of a forked skill's agent: its folder (for a skill) and its instructions."""
+    return skill_blocks(skill, arguments)[1]

@@ -164,7 +164,11 @@ class RunAssembly:
         await self._trust.settle(record, definition, place.project, agent=self._asking_name(definition, record))
         settings = host.settings
         extras = agent_extras(
-            definition, cwd=place.project, claude_dir=settings.claude_dir, plugin_dirs=settings.plugin_dirs
+            definition,
+            cwd=place.project,
+            claude_dir=settings.claude_dir,
+            plugin_dirs=settings.plugin_dirs,
+            project_trusted=host.trust.is_trusted(place.project),
         )
         extender = Extender(host, definition, request, record)
         async with AsyncExitStack() as held:
@@ -265,7 +269,7 @@ class RunAssembly:
             thinking=chosen.thinking,
             effort=chosen.effort,
             compact_threshold=chosen.compact_threshold,
-            gate=self._gate(definition, record, policy, sandbox, extensions, place.project),
+            gate=self._gate(definition, record, policy, sandbox, extensions, place.project, extras),
             hooks=extensions.hooks,
             unavailable_tools=extensions.unavailable,
         )
@@ -282,7 +286,8 @@ class RunAssembly:
     def _tools(self, definition: AgentDefinition, extras: AgentExtras, extensions: Extensions) -> dict[str, Any]:
         """The run's tools, as the agent file chooses them among every source's."""
         host = self._host
-        available = run_toolset(host.tools, extras.tools(host.provider_name), extensions.tools).tools()
+        run_only = extras.tools(host.provider_name, fork=extensions.fork)
+        available = run_toolset(host.tools, run_only, extensions.tools).tools()
         selection = select_tools(definition, available, granted=extras.granted_tools)
         require_some_tool(definition, selection.missing, granted=bool(extras.granted_tools))
         for item in selection.missing:
@@ -318,6 +323,7 @@ class RunAssembly:
         sandbox: RunSandbox | None,
         extensions: Extensions,
         project: Path,
+        extras: AgentExtras,
     ) -> ToolGate:
         terms = None
         if sandbox is not None:
@@ -334,6 +340,7 @@ class RunAssembly:
             denials=record.resources.denials,
             permission_hook=extensions.hooks,
             answers=QuestionTerms(project=project, session_rules=self._host.session_rules),
+            skill_grants=extras.grants,
         )
 
     def _too_wide(self, sandbox: RunSandbox) -> str | None:

@@ -314,6 +314,30 @@ async def test_commands_are_offered_as_skills_with_folders_as_namespaces(tmp_pat
     assert leaf["content"].endswith("\n\nLeaf body.") and "Skill folder" not in leaf["content"]
 
 
+async def test_a_fork_skill_runs_as_a_subagent_and_its_answer_comes_back(tmp_path: Path, fake: FakeLLM) -> None:
+    """`context: fork`, as Claude Code 2.1.328 runs it (captured): a general-purpose agent gets the skill's folder
+    and instructions with the arguments put in, and the Skill call answers with that agent's final text."""
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    folder = write_skill(
+        settings.cwd / ".claude" / "skills", "forky", "FORK BODY do the fork with $ARGUMENTS.", extra="context: fork\n"
+    )
+    write_agent(agents_dir(settings), "worker", extra="tools: Read, Skill\n")
+    fake.push(
+        turn(tool_use("Skill", {"skill": "forky", "args": "ARGX"})), turn(text("FORK RESULT 42")), turn(text("done"))
+    )
+
+    await run(settings, fake, task("worker"))
+
+    forked = first_user_texts(fake.requests[1])
+    assert (
+        forked[-1]
+        == f"Skill folder (paths in the skill are relative to it): {folder}\n\nFORK BODY do the fork with ARGX."
+    )
+    [answer] = fake.requests[2]["body"]["messages"][-1]["content"]
+    assert answer["is_error"] is False and answer["content"].endswith("which answered:\n\nFORK RESULT 42")
+
+
 # ---- memory ---------------------------------------------------------------------------------------------------------
 
 
