@@ -263,7 +263,7 @@ class RunAssembly:
             ),
             model_id=model_id,
             tools=tools,
-            context=self._tool_context(place.cwd, allowed, record, model, model_id, policy, sandbox),
+            context=self._tool_context(place.cwd, allowed, record, model, model_id, policy, sandbox, extensions),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=chosen.max_tokens,
             thinking=chosen.thinking,
@@ -303,6 +303,7 @@ class RunAssembly:
         model_id: str,
         policy: PermissionPolicy,
         sandbox: RunSandbox | None,
+        extensions: Extensions,
     ) -> ToolContext:
         return ToolContext(
             cwd=cwd,
@@ -313,6 +314,7 @@ class RunAssembly:
             readable=read_filter(policy),
             sandbox=sandbox,
             check_url=redirect_check(policy),
+            tool_responses=extensions.hooks is not None and extensions.hooks.hooks.listens("PostToolUse"),
         )
 
     def _gate(

@@ -130,6 +130,9 @@ class ToolContext:
     """The OS sandbox for Bash; None runs commands as they are."""
     check_url: UrlCheck | None = None
     """The permission check for a URL the run did not ask for itself (a redirect); None allows every URL."""
+    tool_responses: bool = True
+    """Whether a PostToolUse hook may ask for the tools' structured results; without one, Write does not read the
+    file it replaces first (its `originalFile`), which cost up to 70 % more time over a 1 MB file."""
 
 
 class ToolAnswer(str):

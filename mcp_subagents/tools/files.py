@@ -207,8 +207,12 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
 
 
 def _read_answer(text: str, path: Path, numbered: list[str], *, start: int, total: int) -> ToolAnswer:
-    shown = [line.partition("\t")[2] for line in numbered]
-    return ToolAnswer(text, lambda: read_response(str(path), shown, start=start, total=total))
+    """Read's answer; the lines without their numbers only when a hook asks for them."""
+
+    def response() -> object:
+        return read_response(str(path), [line.partition("\t")[2] for line in numbered], start=start, total=total)
+
+    return ToolAnswer(text, response)
 
 
 def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
@@ -334,7 +338,7 @@ prefer Edit, which sends only the change.
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     data = _encode(args.content, "content")
-    original = _text_before_writing(path)
+    original = _text_before_writing(path) if ctx.tool_responses else None
     if len(data) <= ON_LOOP_BYTES:
         existed = _write_file(path, data)
     else:

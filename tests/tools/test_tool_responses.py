@@ -5,6 +5,7 @@ the same files, and its structured result is compared with what Claude Code's ho
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,13 @@ def test_a_patch_keeps_three_lines_around_each_change_and_splits_far_changes() -
         "lines": [" 1", "-2", "+two", " 3", " 4", " 5"],
     }
     assert (second["oldStart"], second["oldLines"], second["lines"][3:5]) == (15, 6, ["-18", "+eighteen"])
+
+
+async def test_without_a_hook_to_ask_write_does_not_read_the_file_it_replaces(ctx: ToolContext) -> None:
+    """The run says whether a PostToolUse hook listens; reading the old text first is for that hook only."""
+    target = ctx.cwd / "a.txt"
+    target.write_text("old\n", encoding="utf-8")
+    quiet = replace(ctx, tool_responses=False)
+    response = await response_of(quiet, "Write", {"file_path": str(target), "content": "new\n"})
+    assert (response["type"], response["originalFile"], response["structuredPatch"]) == ("update", None, [])
+    assert target.read_text(encoding="utf-8") == "new\n"

@@ -113,6 +113,10 @@ class HookSet:
     def __bool__(self) -> bool:
         return bool(self.groups)
 
+    def listens(self, event: HookEvent) -> bool:
+        """Whether any group is for `event`, whatever it matches."""
+        return any(group.event == event for group in self.groups)
+
     def handlers(self, event: HookEvent, subject: str) -> list[CommandHook]:
         """The handlers of `event` whose group matches `subject`; the same command string runs once. A matcher for
         Claude Code's `Agent` tool matches the nested `Task` tool too."""
