@@ -121,14 +121,15 @@ def agent_extras(
     project_trusted: bool = True,
 ) -> AgentExtras:
     """Create the memory folder (if the agent has memory) and find the skills visible from `cwd`. The project's own
-    skills grant their `allowed-tools` only in a project the person trusted, as its settings' allow rules count."""
+    skills grant their `allowed-tools` only in a project the person trusted, as its settings' allow rules count; a
+    `context: fork` skill grants nothing to the agent that launches it (its work happens in another task)."""
     skills = load_skills(cwd, claude_dir=claude_dir, plugin_dirs=plugin_dirs)
 
     def granted_by(name: str) -> tuple[str, ...]:
         skill = skills.find(name, plugin=definition.plugin)
-        if skill is None or not skill.model_invocable or (skill.source == "project" and not project_trusted):
+        if skill is None or not skill.model_invocable or skill.fork:
             return ()
-        return skill.allowed_tools
+        return () if skill.source == "project" and not project_trusted else skill.allowed_tools
 
     return AgentExtras(
         definition=definition,
