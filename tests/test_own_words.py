@@ -43,7 +43,14 @@ CAPTURES = SHARED / "reference" / "claude-code-2.1.328"
 RUN_WORDS = 8
 WordRun = tuple[str, ...]
 
-ALLOWED: dict[str, str] = {}
+_DEFAULT_PR_CREDIT = (
+    "Claude Code's default pull-request line, the value its `attribution.pr` setting replaces: data the person "
+    "configures, given as Claude Code gives it so their settings mean the same here"
+)
+ALLOWED: dict[str, str] = {
+    "generated with claude code https claude com claude code": _DEFAULT_PR_CREDIT,
+    "with generated with claude code https claude com claude code system reminder": _DEFAULT_PR_CREDIT,
+}
 """Shared runs that are facts anyone would write the same way (normalised words -> why it may stay)."""
 
 KNOWN_CLAUDE_CODE_SENTENCES = (

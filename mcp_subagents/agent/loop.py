@@ -29,7 +29,7 @@ from ..core.messages import (
 from ..core.names import EffortLevel
 from ..core.well_formed import well_formed, well_formed_values
 from ..models.base import ConversationMemo, Model, ModelRequest, ModelResponse
-from ..tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text
+from ..tools.base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, safe_text, structured_response
 from .compaction import continuation_message, summary_messages
 
 logger = logging.getLogger(__name__)
@@ -431,24 +431,29 @@ async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str,
     except ToolError as exc:
         return f"Error: {exc.message}", True, context
     started = time.monotonic()
-    content, failed = await _run_tool(run, tool, call, arguments)
+    content, failed, response = await _run_tool(run, tool, call, arguments)
     if run.hooks is None:
         return content, failed, context
     result = ToolResult(call_id=call.id, content=content, is_error=failed)
-    after = await run.hooks.after_tool(call, result, failed=failed, duration_s=time.monotonic() - started)
+    duration_s = time.monotonic() - started
+    after = await run.hooks.after_tool(call, result, failed=failed, duration_s=duration_s, response=response)
     if after.stop is not None:
         state.stop_reason = after.stop
     return (after.output if after.output is not None else content), failed, (*context, *after.context)
 
 
-async def _run_tool(run: AgentRun, tool: Tool, call: ToolCall, arguments: ToolInput) -> tuple[str, bool]:
+async def _run_tool(
+    run: AgentRun, tool: Tool, call: ToolCall, arguments: ToolInput
+) -> tuple[str, bool, Callable[[], object] | None]:
+    """(what the model reads, whether it is an error, how to build the structured result for hooks)."""
     try:
-        return safe_text(await tool.run(run.context, arguments)), False
+        answer = await tool.run(run.context, arguments)
     except ToolError as exc:
-        return f"Error: {safe_text(exc.message)}", True
+        return f"Error: {safe_text(exc.message)}", True, None
     except Exception as exc:
         logger.exception("tool %s crashed in agent %s", call.name, run.agent)
-        return f"Error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", True
+        return f"Error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", True, None
+    return safe_text(answer), False, structured_response(answer)
 
 
 def _unknown_tool(run: AgentRun, name: str) -> str:

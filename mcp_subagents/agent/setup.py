@@ -16,11 +16,12 @@ from ..core.messages import UserMessage
 from ..core.names import EFFORT_LEVELS, EffortLevel
 from ..definitions import AgentDefinition
 from ..models.profiles import ModelProfile
+from ..permissions.skill_grants import SkillGrants
 from ..tools.base import Tool
 from .memory import MEMORY_TOOLS, AgentMemory, memory_allow_rules, prepare_memory
 from .project_context import claude_md_block, git_status, git_status_block, instruction_files
 from .prompts import system_prompt
-from .skills import SkillCatalog, load_skills, preloaded_skills, skill_tool, skills_listing
+from .skills import ForkRunner, SkillCatalog, load_skills, preloaded_skills, skill_tool, skills_listing
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,16 +68,19 @@ class AgentExtras:
     definition: AgentDefinition
     memory: AgentMemory | None
     skills: SkillCatalog
+    grants: SkillGrants
+    """What loaded skills' `allowed-tools` allow for the rest of the run (the permission check reads it)."""
 
-    def tools(self, provider: str) -> dict[str, Tool]:
-        """Tools that exist for this run only: WebSearch with the Anthropic provider, Skill when skills exist."""
+    def tools(self, provider: str, *, fork: ForkRunner | None = None) -> dict[str, Tool]:
+        """Tools that exist for this run only: WebSearch with the Anthropic provider, Skill when skills exist (`fork`
+        runs its `context: fork` skills)."""
         tools: dict[str, Tool] = {}
         if provider == "anthropic":
             from ..tools.web_search import WEBSEARCH
 
             tools["WebSearch"] = WEBSEARCH
         if self.skills.invocable():
-            tools["Skill"] = skill_tool(self.skills, plugin=self.definition.plugin)
+            tools["Skill"] = skill_tool(self.skills, plugin=self.definition.plugin, grants=self.grants, fork=fork)
         return tools
 
     @property
@@ -109,13 +113,29 @@ class AgentExtras:
 
 
 def agent_extras(
-    definition: AgentDefinition, *, cwd: Path, claude_dir: Path | None, plugin_dirs: Sequence[Path]
+    definition: AgentDefinition,
+    *,
+    cwd: Path,
+    claude_dir: Path | None,
+    plugin_dirs: Sequence[Path],
+    project_trusted: bool = True,
 ) -> AgentExtras:
-    """Create the memory folder (if the agent has memory) and find the skills visible from `cwd`."""
+    """Create the memory folder (if the agent has memory) and find the skills visible from `cwd`. The project's own
+    skills grant their `allowed-tools` only in a project the person trusted, as its settings' allow rules count; a
+    `context: fork` skill grants nothing to the agent that launches it (its work happens in another task)."""
+    skills = load_skills(cwd, claude_dir=claude_dir, plugin_dirs=plugin_dirs)
+
+    def granted_by(name: str) -> tuple[str, ...]:
+        skill = skills.find(name, plugin=definition.plugin)
+        if skill is None or not skill.model_invocable or skill.fork:
+            return ()
+        return () if skill.source == "project" and not project_trusted else skill.allowed_tools
+
     return AgentExtras(
         definition=definition,
         memory=prepare_memory(definition, cwd=cwd, claude_dir=claude_dir),
-        skills=load_skills(cwd, claude_dir=claude_dir, plugin_dirs=plugin_dirs),
+        skills=skills,
+        grants=SkillGrants(granted_by),
     )
 
 
@@ -127,9 +147,10 @@ async def opening_message(
     claude_dir: Path | None,
     managed_dir: Path | None,
     env: Mapping[str, str],
+    attribution: str | None = None,
 ) -> UserMessage:
-    """A new run's first message: CLAUDE.md and git status before the prompt (unless `omitClaudeMd`), the agent's
-    `skills:` after it."""
+    """A new run's first message: CLAUDE.md and git status before the prompt (unless `omitClaudeMd`), then the
+    commit-attribution reminder (`attribution_block`, for an agent with Bash), the agent's `skills:` after it."""
     definition = extras.definition
     context: list[str] = []
     if not definition.omit_claude_md:
@@ -140,5 +161,7 @@ async def opening_message(
         status = await git_status(cwd, dict(env))
         if status is not None:
             context.append(git_status_block(status))
+    if attribution is not None:
+        context.append(attribution)
     skills = preloaded_skills(definition.skills, extras.skills, agent=definition.name, plugin=definition.plugin)
     return UserMessage(content=prompt, context=tuple(context), attachments=tuple(skills))

@@ -67,6 +67,15 @@ class SettingsProblem:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Credit:
+    """How commits and pull requests credit the agent, as the settings say: None keeps Claude Code's default line,
+    "" leaves it out, other text replaces it."""
+
+    commit: str | None = None
+    pr: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClaudeSettings:
     """The settings in effect: each file that loaded, their merge, and the values the server reads from them."""
 
@@ -161,6 +170,19 @@ class ClaudeSettings:
             if "agents" in file.data:
                 return file.data["agents"], str(file.path)
         return None
+
+    @property
+    def credit(self) -> Credit:
+        """`attribution` (`commit`, `pr`) where set, as Claude Code 2.1.328 reads it: it wins over the older
+        `includeCoAuthoredBy`, whose `false` leaves out both lines."""
+        attribution = self.merged.get("attribution")
+        if isinstance(attribution, dict):
+            given = cast("dict[str, Any]", attribution)
+            commit, pr = given.get("commit"), given.get("pr")
+            return Credit(commit=commit if isinstance(commit, str) else None, pr=pr if isinstance(pr, str) else None)
+        if self.merged.get("includeCoAuthoredBy") is False:
+            return Credit(commit="", pr="")
+        return Credit()
 
     @property
     def sandbox(self) -> JsonObject:

@@ -61,8 +61,18 @@ class PermissionAnswer:
 class RunHooks(Protocol):
     async def before_tool(self, call: ToolCall) -> BeforeTool: ...
 
-    async def after_tool(self, call: ToolCall, result: ToolResult, *, failed: bool, duration_s: float) -> AfterTool:
-        """`failed`: the tool ran and reported an error (a call that never ran is not reported)."""
+    async def after_tool(
+        self,
+        call: ToolCall,
+        result: ToolResult,
+        *,
+        failed: bool,
+        duration_s: float,
+        response: Callable[[], object] | None = None,
+    ) -> AfterTool:
+        """`failed`: the tool ran and reported an error (a call that never ran is not reported). `response` builds
+        the tool's structured result (Claude Code's `tool_response`), where the tool has one; else hooks get the
+        text the model read."""
         ...
 
     async def before_stop(self, text: str, *, continued: bool) -> BeforeStop:

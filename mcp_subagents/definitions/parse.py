@@ -253,7 +253,17 @@ def _tool_list(fields: Mapping[str, Any], key: str) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(entries))
 
 
-def _split_outside_parentheses(value: str, *, by_space: bool = False) -> list[str]:
+def tool_entries(value: object) -> tuple[str, ...]:
+    """A tool list as agent files and skills write it (a comma- or space-separated string, or a list), each
+    `Bash(git add *, git commit *)` kept whole; anything else is no entries."""
+    if isinstance(value, str):
+        return tuple(dict.fromkeys(_split_outside_parentheses(value, by_space=True)))
+    items = as_list(value) or []
+    entries = [part for item in items if isinstance(item, str) for part in _split_outside_parentheses(item, True)]
+    return tuple(dict.fromkeys(entries))
+
+
+def _split_outside_parentheses(value: str, by_space: bool = False) -> list[str]:
     """Split on commas (and with `by_space`, on whitespace, as Claude Code splits `tools: Read Grep`), except inside
     `Bash(git add *, git commit *)`-style patterns."""
     if "(" not in value:  # most lists: the same split, without a Python step per character

@@ -18,6 +18,7 @@ from ..core.json_values import JsonObject
 from .asking import Asker, PermissionQuestion
 from .policy import PermissionPolicy, decide
 from .session_rules import SessionRules
+from .skill_grants import SKILL_TOOL, SkillGrants, skill_load_verdict
 from .verdict import Verdict
 
 SHOWN_CHARS = 120
@@ -36,6 +37,7 @@ class PermissionGuard:
         permission_hook: PermissionHook | None = None,
         project: Path | None = None,
         session_rules: SessionRules | None = None,
+        skill_grants: SkillGrants | None = None,
     ) -> None:
         self._policies = policies
         self._fallback = next(iter(policies.values()))
@@ -44,13 +46,18 @@ class PermissionGuard:
         self._permission_hook = permission_hook
         self._project = project
         self._session_rules = session_rules
+        self._skill_grants = skill_grants
 
     async def __call__(self, attempt: ToolAttempt) -> GuardOutcome:
         policy = self._policies.get(attempt.bash_runs, self._fallback)
         if self._session_rules is not None and self._project is not None:
             policy = self._session_rules.applied(policy, self._project)
+        if self._skill_grants is not None:
+            policy = self._skill_grants.applied(policy)
         call, name = attempt.call, attempt.tool.name
-        verdict = _verdict(policy, name, call.arguments, attempt.hook_permission)
+        verdict = self._skill_load(policy, name, call.arguments, attempt.hook_permission)
+        if verdict is None:
+            verdict = _verdict(policy, name, call.arguments, attempt.hook_permission)
         if verdict.decision == "allow":
             return Allow()
         question = PermissionQuestion(
@@ -73,6 +80,18 @@ class PermissionGuard:
                 return Allow()
             reason = answer.denial_reason(verdict.reason)
         return Refuse(reason, question.summary(SHOWN_CHARS))
+
+    def _skill_load(
+        self, policy: PermissionPolicy, tool: str, arguments: JsonObject, hint: HookPermission
+    ) -> Verdict | None:
+        """A Skill call that loads a skill with `allowed-tools` widens what the agent may do: its own question."""
+        wanted = self._skill_grants.wanted(arguments) if self._skill_grants and tool == SKILL_TOOL else None
+        if wanted is None:
+            return None
+        verdict = skill_load_verdict(policy, *wanted)
+        if verdict.decision == "ask" and verdict.rule is None and hint == "allow":  # the mode's question, not a rule's
+            return Verdict("allow", "A PreToolUse hook allowed loading this skill.")
+        return verdict
 
 
 def _verdict(policy: PermissionPolicy, tool: str, arguments: JsonObject, hint: HookPermission) -> Verdict:

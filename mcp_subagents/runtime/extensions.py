@@ -15,12 +15,14 @@ import anyio
 
 from ..agent.hooks import AgentHooks, HookIdentity, HookSet, hooks_for_run
 from ..agent.mcp_servers.problem import ServerProblem
+from ..agent.skills import ForkRunner, Skill, fork_prompt
 from ..agent.worktrees import Worktree, create_worktree, finish_worktree
 from ..config.claude_settings import ClaudeSettings
 from ..core.errors import SubagentsError, ToolError
 from ..core.names import EFFORT_LEVELS
 from ..definitions import AgentDefinition, tools_summary
 from ..definitions.trust import untrusted_source
+from ..tasks.outcome import TaskOutcome
 from ..tasks.record import TaskRecord
 from ..tools.base import Tool
 from .nesting import NESTED_TOOL_NAME, Launcher, NestedTaskInput, launchable_agents, nested_task_tool, wants_task_tool
@@ -71,6 +73,8 @@ class Extensions:
     """Blocks for the start of the conversation (a server that did not start)."""
     claude_settings: ClaudeSettings | None = None
     """The settings files the run's extension points were read from; the run uses the same."""
+    fork: ForkRunner | None = None
+    """Runs the agent's `context: fork` skills as nested tasks (None at the depth limit: they load inline)."""
 
 
 def server_notes(problems: list[ServerProblem]) -> tuple[dict[str, str], list[str]]:
@@ -155,6 +159,8 @@ class Extender:
         nested = self._nested_task_tool(roots, place)
         if nested is not None:
             extensions.tools[NESTED_TOOL_NAME] = nested
+        if self.record.depth < app.settings.max_depth:
+            extensions.fork = self._fork_runner(roots, place)
         run_hooks = hooks_for_run(
             claude_settings,
             definition,
@@ -244,7 +250,7 @@ class Extender:
     def _launcher(self, roots: tuple[Path, ...], place: RunPlace, allowed: frozenset[str]) -> Launcher:
         from ..render import outcome_text
 
-        app, parent = self.app, self.record
+        app = self.app
 
         async def launch(arguments: NestedTaskInput) -> str:
             if arguments.subagent_type not in allowed:
@@ -259,24 +265,50 @@ class Extender:
                 effort=arguments.effort,
                 isolation=arguments.isolation,
             )
-            try:
-                child = app.launch(task, roots=roots, principal=parent.owner, parent=parent, place=place.for_child())
-            except SubagentsError as exc:
-                raise ToolError(exc.message) from None
-            try:
-                await child.done.wait()
-            finally:
-                if not child.done.is_set():  # the parent was stopped: its nested task goes with it
-                    with anyio.CancelScope(shield=True):
-                        app.tasks.request_stop(child.id)
-                        await app.tasks.wait(child, NESTED_STOP_GRACE_S)
-            outcome = child.outcome
-            assert outcome is not None
-            if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
-                parent.resources.descendant_usage += outcome.counts.usage
+            child, outcome = await self._run_child(task, roots, place)
             text = outcome_text(child, outcome, max_chars=app.settings.max_result_chars)
             if outcome.state != "completed":
                 raise ToolError(text)
             return text
 
         return launch
+
+    def _fork_runner(self, roots: tuple[Path, ...], place: RunPlace) -> ForkRunner:
+        """`context: fork` skills: each runs as a nested task of the skill's `agent` (general-purpose by default)
+        from the skill's instructions, and the Skill call answers with that task's final text."""
+
+        async def fork(skill: Skill, arguments: str) -> tuple[str, str]:
+            agent = skill.fork_agent or "general-purpose"
+            prompt = fork_prompt(skill, arguments)
+            task = TaskRequest(description=f"skill {skill.name}", prompt=prompt, subagent_type=agent)
+            child, outcome = await self._run_child(task, roots, place)
+            if outcome.state != "completed":
+                why = outcome.error or outcome.failure or outcome.state
+                raise ToolError(
+                    f"The skill {skill.name} ran as task {child.id} ({agent}), which did not complete: {why}"
+                )
+            return child.id, outcome.text
+
+        return fork
+
+    async def _run_child(
+        self, task: TaskRequest, roots: tuple[Path, ...], place: RunPlace
+    ) -> tuple[TaskRecord, TaskOutcome]:
+        """A nested task of this run, to its end: stopped with its parent, its tokens counted in the parent's."""
+        app, parent = self.app, self.record
+        try:
+            child = app.launch(task, roots=roots, principal=parent.owner, parent=parent, place=place.for_child())
+        except SubagentsError as exc:
+            raise ToolError(exc.message) from None
+        try:
+            await child.done.wait()
+        finally:
+            if not child.done.is_set():  # the parent was stopped: its nested task goes with it
+                with anyio.CancelScope(shield=True):
+                    app.tasks.request_stop(child.id)
+                    await app.tasks.wait(child, NESTED_STOP_GRACE_S)
+        outcome = child.outcome
+        assert outcome is not None
+        if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
+            parent.resources.descendant_usage += outcome.counts.usage
+        return child, outcome

@@ -24,6 +24,7 @@ from ..permissions.context import read_filter
 from ..permissions.gate import PermissionGuard
 from ..permissions.policy import PermissionPolicy
 from ..permissions.session_rules import SessionRules
+from ..permissions.skill_grants import SkillGrants
 from ..sandbox import RunSandbox
 from ..sandbox.gate import SandboxPlacement
 
@@ -84,6 +85,7 @@ def run_gate(
     denials: list[Denial],
     permission_hook: PermissionHook | None,
     answers: QuestionTerms | None = None,
+    skill_grants: SkillGrants | None = None,
 ) -> ToolGate:
     """The gate of one run. With the sandbox on, each Bash command is judged where the sandbox places it: inside
     (unasked only where the terms allow it) or outside (it needs an allow rule that names it)."""
@@ -103,6 +105,7 @@ def run_gate(
             permission_hook=permission_hook,
             project=answers.project if answers else None,
             session_rules=answers.session_rules if answers else None,
+            skill_grants=skill_grants,
         )
     )
     return RunGate(guards, denials=denials)

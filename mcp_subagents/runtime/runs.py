@@ -12,6 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..agent.attribution import attribution_block
 from ..agent.hooks import StartAnswer
 from ..agent.hooks.scripts import hook_scripts
 from ..agent.loop import AgentRun, RunResult, run_agent
@@ -179,7 +180,11 @@ class RunAssembly:
         await self._trust.settle(record, definition, place.project, agent=self._asking_name(definition, record))
         settings = host.settings
         extras = agent_extras(
-            definition, cwd=place.project, claude_dir=settings.claude_dir, plugin_dirs=settings.plugin_dirs
+            definition,
+            cwd=place.project,
+            claude_dir=settings.claude_dir,
+            plugin_dirs=settings.plugin_dirs,
+            project_trusted=host.trust.is_trusted(place.project),
         )
         extender = Extender(host, definition, request, record)
         async with AsyncExitStack() as held:
@@ -189,7 +194,8 @@ class RunAssembly:
             start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
             if start is not None and start.stop is not None:
                 return _stopped_at_start(start)
-            prompt = await self._prompt(request, extras, place, extensions, start)
+            credit = self._credit(run, place, extensions)
+            prompt = await self._prompt(request, extras, place, extensions, start, credit)
             return await run_agent(run, prompt, model=model, history=launched.history, on_event=listener)
 
     async def _prompt(
@@ -199,6 +205,7 @@ class RunAssembly:
         place: RunPlace,
         extensions: Extensions,
         start: StartAnswer | None,
+        credit: str | None,
     ) -> str | UserMessage:
         """The task's first message: the prompt, with the project's context and what the hooks added."""
         context = (*extensions.context, *(start.context if start is not None else ()))
@@ -212,8 +219,16 @@ class RunAssembly:
             claude_dir=settings.claude_dir,
             managed_dir=settings.policy_file.parent if settings.policy_file else None,
             env=self._host.tool_environment(),
+            attribution=credit,
         )
         return replace(opening, context=(*opening.context, *context))
+
+    def _credit(self, run: AgentRun, place: RunPlace, extensions: Extensions) -> str | None:
+        """The commit-attribution reminder, for an agent that can commit (it has Bash), as Claude Code adds it."""
+        if "Bash" not in run.tools:
+            return None
+        claude_settings = extensions.claude_settings or self._host.run_settings(place.project)
+        return attribution_block(claude_settings.credit, model_profile(run.model_id))
 
     def _working_directory(self, roots: tuple[Path, ...]) -> Path:
         # Without --cwd, the host's first root is the project: hosts often start servers in / or $HOME.
@@ -257,13 +272,13 @@ class RunAssembly:
             ),
             model_id=model_id,
             tools=tools,
-            context=self._tool_context(place.cwd, allowed, record, model, model_id, policy, sandbox),
+            context=self._tool_context(place.cwd, allowed, record, model, model_id, policy, sandbox, extensions),
             max_turns=min(limit for limit in limits if limit is not None),
             max_tokens=chosen.max_tokens,
             thinking=chosen.thinking,
             effort=chosen.effort,
             compact_threshold=chosen.compact_threshold,
-            gate=self._gate(definition, record, policy, sandbox, extensions, place.project),
+            gate=self._gate(definition, record, policy, sandbox, extensions, place.project, extras),
             hooks=extensions.hooks,
             unavailable_tools=extensions.unavailable,
         )
@@ -280,7 +295,8 @@ class RunAssembly:
     def _tools(self, definition: AgentDefinition, extras: AgentExtras, extensions: Extensions) -> dict[str, Any]:
         """The run's tools, as the agent file chooses them among every source's."""
         host = self._host
-        available = run_toolset(host.tools, extras.tools(host.provider_name), extensions.tools).tools()
+        run_only = extras.tools(host.provider_name, fork=extensions.fork)
+        available = run_toolset(host.tools, run_only, extensions.tools).tools()
         selection = select_tools(definition, available, granted=extras.granted_tools)
         require_some_tool(definition, selection.missing, granted=bool(extras.granted_tools))
         for item in selection.missing:
@@ -296,6 +312,7 @@ class RunAssembly:
         model_id: str,
         policy: PermissionPolicy,
         sandbox: RunSandbox | None,
+        extensions: Extensions,
     ) -> ToolContext:
         return ToolContext(
             cwd=cwd,
@@ -306,6 +323,7 @@ class RunAssembly:
             readable=read_filter(policy),
             sandbox=sandbox,
             check_url=redirect_check(policy),
+            tool_responses=extensions.hooks is not None and extensions.hooks.hooks.listens("PostToolUse"),
         )
 
     def _gate(
@@ -316,6 +334,7 @@ class RunAssembly:
         sandbox: RunSandbox | None,
         extensions: Extensions,
         project: Path,
+        extras: AgentExtras,
     ) -> ToolGate:
         terms = None
         if sandbox is not None:
@@ -332,6 +351,7 @@ class RunAssembly:
             denials=record.resources.denials,
             permission_hook=extensions.hooks,
             answers=QuestionTerms(project=project, session_rules=self._host.session_rules),
+            skill_grants=extras.grants,
         )
 
     def _too_wide(self, sandbox: RunSandbox) -> str | None:

@@ -17,8 +17,9 @@ import anyio.to_thread
 from pydantic import Field
 
 from ..core.errors import ToolError
-from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput, lines_that_fit, tool_threads
+from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolAnswer, ToolContext, ToolInput, lines_that_fit, tool_threads
 from .paths import open_resolved, resolve_path
+from .responses import edit_response, empty_read_response, read_response, write_response
 from .text_lines import TextLines
 
 DEFAULT_LINE_LIMIT = 2000
@@ -36,8 +37,6 @@ ON_LOOP_BYTES = 1024 * 1024
 call, a few ms at most); larger ones run in a worker thread. With other subagents keeping the loop busy, handing
 the work to a thread and back took from 30 ms to seconds; a large file on the loop could hold it as long (a 1 GiB
 line is read to its end)."""
-SNIPPET_CONTEXT_LINES = 4
-SNIPPET_MAX_LINES = 40
 _LISTING_BATCH = 256
 
 _UNDECODABLE_SHARE = 0.1
@@ -51,6 +50,8 @@ _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x1f\x8b", "gzip archive"),
     (b"SQLite format 3\x00", "SQLite database"),
 )
+EMPTY_FILE_NOTE = "<system-reminder>Warning: this file exists, and it is empty.</system-reminder>"
+"""Read's answer for an empty file: a note, not an error, as in Claude Code."""
 _PDF_UNSUPPORTED = (
     "Reading PDF files is not supported by this server. "
     "If pdftotext is installed, run it with Bash (pdftotext FILE -) to get the text."
@@ -91,8 +92,8 @@ result ends with the offset to continue from.
 - A file over {MAX_UNPAGED_BYTES // 1024} KiB is refused unless you page through it with offset and limit; Grep \
 can search it instead, and allow_large=true reads its first {DEFAULT_LINE_LIMIT} lines anyway.
 - Lines longer than {MAX_LINE_CHARS} characters are cut.
-- Results are returned like `cat -n`: the line number, a tab, then the line. The line number prefix is not part \
-of the file: never copy it into Edit's old_string.
+- Each line comes back as its number, a tab, then the line; a file that ends with a line break shows an empty \
+last line. The number and the tab are not part of the file: never copy them into Edit's old_string.
 - Only text files can be read: images, PDFs and other binary files are refused. It cannot read a directory: use \
 Glob, or Bash with ls.
 - You can read several files in parallel in one response; reading a file that may not exist is fine, the \
@@ -131,7 +132,7 @@ def _read_file(ctx: ToolContext, path: Path, args: ReadInput, *, inline_limit: i
         if inline_limit is not None and size > inline_limit:
             raise _LargeForTheLoop
         if size == 0:
-            return f"The file {path} exists but is empty."
+            return ToolAnswer(EMPTY_FILE_NOTE, lambda: empty_read_response(str(path)))
         try:
             _refuse_binary(path, file.read(BINARY_SNIFF_BYTES), size)
             paged = args.offset is not None or args.limit is not None
@@ -196,13 +197,22 @@ def _numbered_listing(path: Path, file: BinaryIO, *, start: int, limit: int | No
     shown = lines_that_fit(window[:max_lines], MAX_OUTPUT_CHARS) or 1  # the first line even when it is longer
     listing = "\n".join(window[:shown])
     if shown == len(window):
-        return listing
+        return _read_answer(listing, path, window, start=start, total=before + shown)
     shown_last = start + shown - 1
     read = before + len(window)  # the lines handed out, shown or not: the rest of the file follows them
-    return (
-        f"{listing}\n\n(Showing lines {start}-{shown_last}{_how_many_in_all(file, lines, read)}. "
-        f"To read more, call Read with offset={shown_last + 1}.)"
-    )
+    in_all, total = _how_many_in_all(file, lines, read)
+    more = f"To read more, call Read with offset={shown_last + 1}."
+    text = f"{listing}\n\n(Showing lines {start}-{shown_last}{in_all}. {more})"
+    return _read_answer(text, path, window[:shown], start=start, total=total)
+
+
+def _read_answer(text: str, path: Path, numbered: list[str], *, start: int, total: int) -> ToolAnswer:
+    """Read's answer; the lines without their numbers only when a hook asks for them."""
+
+    def response() -> object:
+        return read_response(str(path), [line.partition("\t")[2] for line in numbered], start=start, total=total)
+
+    return ToolAnswer(text, response)
 
 
 def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
@@ -216,23 +226,24 @@ def _window(flowing: Iterator[str], *, start: int, max_lines: int) -> list[str]:
             break
         number = start + len(window)
         formatted = [
-            f"{n:>6}\t{text if len(text) <= MAX_LINE_CHARS else _cut(text)}"
-            for n, text in enumerate(batch, start=number)
+            f"{n}\t{text if len(text) <= MAX_LINE_CHARS else _cut(text)}" for n, text in enumerate(batch, start=number)
         ]
         window += formatted
         used += sum(map(len, formatted)) + len(formatted)
     return window
 
 
-def _how_many_in_all(file: BinaryIO, lines: TextLines, lines_seen: int) -> str:
-    """How long the file is: its exact line count when the rest is small enough to count cheaply, else its size and
-    an estimate from the lines seen so far (counting the rest of a huge file would cost more than the read)."""
+def _how_many_in_all(file: BinaryIO, lines: TextLines, lines_seen: int) -> tuple[str, int]:
+    """How long the file is, said and as a number: its exact line count when the rest is small enough to count
+    cheaply, else its size and an estimate from the lines seen so far (counting the rest of a huge file would cost
+    more than the read)."""
     position = lines.position()
     size = os.fstat(file.fileno()).st_size
     if size - position <= MAX_COUNTED_REST_BYTES:
-        return f" of {lines_seen + lines.rest_line_count()}"
+        total = lines_seen + lines.rest_line_count()
+        return f" of {total}", total
     estimate = _two_significant_digits((size - position) * lines_seen / max(position, 1))
-    return f"; about {estimate:,} more lines follow in this {_size(size)} file"
+    return f"; about {estimate:,} more lines follow in this {_size(size)} file", lines_seen + estimate
 
 
 def _two_significant_digits(value: float) -> int:
@@ -309,6 +320,9 @@ class WriteInput(ToolInput):
     content: str = Field(description="The file's full new text")
 
 
+WRITTEN_NOTE = "(what you sent is now the file's whole content, so there is no need to Read it again)"
+"""After Write's answer, as Claude Code adds its own: the model already holds the file as it now is."""
+
 WRITE_DESCRIPTION = """Creates a file, or replaces one, with the content given.
 
 Usage:
@@ -324,12 +338,27 @@ prefer Edit, which sends only the change.
 async def _run_write(ctx: ToolContext, args: WriteInput) -> str:
     path = resolve_path(ctx, args.file_path, purpose="write")
     data = _encode(args.content, "content")
+    original = _text_before_writing(path) if ctx.tool_responses else None
     if len(data) <= ON_LOOP_BYTES:
-        return _write_file(path, data)
-    return await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
+        existed = _write_file(path, data)
+    else:
+        existed = await anyio.to_thread.run_sync(partial(_write_file, path, data), limiter=tool_threads())
+    said = f"The file {path} has been updated successfully." if existed else f"File created successfully at: {path}"
+    content = args.content
+    return ToolAnswer(f"{said} {WRITTEN_NOTE}", lambda: write_response(str(path), content, original, existed=existed))
 
 
-def _write_file(path: Path, data: bytes) -> str:
+def _text_before_writing(path: Path) -> str | None:
+    """What the file held, for Write's structured result; None when there was none or it is not small UTF-8 text
+    (the write itself decides what is an error)."""
+    try:
+        return _read_text_for_edit(path, inline_limit=ON_LOOP_BYTES)
+    except (ToolError, _LargeForTheLoop):
+        return None
+
+
+def _write_file(path: Path, data: bytes) -> bool:
+    """Whether the file was there before."""
     fd = _open_existing(path, os.O_WRONLY, action="written")
     existed = fd is not None
     try:
@@ -340,9 +369,7 @@ def _write_file(path: Path, data: bytes) -> str:
             file.write(data)
     except OSError as exc:
         raise ToolError(f"Could not write {path}: {exc.strerror or exc}") from None
-    if existed:
-        return f"The file {path} has been updated."
-    return f"File created successfully at: {path}"
+    return existed
 
 
 def _encode(text: str, field_name: str) -> bytes:
@@ -366,8 +393,7 @@ EDIT_DESCRIPTION = """Changes a file by replacing one exact piece of text with a
 Usage:
 - Read the file first, so that old_string is copied from its current content.
 - When copying text from Read output, keep the exact indentation (tabs/spaces) as it appears AFTER the line \
-number prefix (spaces, the line number, a tab). Never include any part of that prefix in old_string or \
-new_string.
+number prefix (the line number and a tab). Never include any part of that prefix in old_string or new_string.
 - The edit FAILS if old_string is not found, or if it is found more than once and replace_all is false: then \
 give a larger old_string with more surrounding context to make it unique, or set replace_all to true to \
 change every occurrence (useful for renaming a variable).
@@ -421,14 +447,17 @@ def _edit_file(ctx: ToolContext, path: Path, args: EditInput, *, inline_limit: i
             "context in old_string so that it matches exactly once.\n"
             f"String: {_preview(args.old_string)}"
         )
-    first = text.index(old)
     updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
     _write_file(path, _encode(updated.replace("\n", "\r\n") if crlf else updated, "new_string"))
-    replacements = count if args.replace_all else 1
-    plural = "" if replacements == 1 else "s"
-    return (
-        f"The file {path} has been updated ({replacements} replacement{plural}). "
-        f"Here's the result of running `cat -n` on a snippet of the edited file:\n{_snippet(updated, first, new)}"
+    if args.replace_all:
+        said = f"The file {path} has been updated: all {count} occurrences were replaced."
+    else:
+        said = f"The file {path} has been updated successfully."
+    return ToolAnswer(
+        said,
+        lambda: edit_response(
+            str(path), args.old_string, args.new_string, original=text, updated=updated, replace_all=args.replace_all
+        ),
     )
 
 
@@ -451,15 +480,6 @@ def _read_text_for_edit(path: Path, *, inline_limit: int | None = None) -> str |
 
 def _uses_crlf(text: str) -> bool:
     return "\r\n" in text and text.count("\r\n") == text.count("\n")
-
-
-def _snippet(updated: str, change_start: int, new: str) -> str:
-    lines = updated.split("\n")
-    first_line = updated.count("\n", 0, change_start) + 1
-    last_line = first_line + new.count("\n")
-    low = max(1, first_line - SNIPPET_CONTEXT_LINES)
-    high = min(len(lines), last_line + SNIPPET_CONTEXT_LINES, low + SNIPPET_MAX_LINES - 1)
-    return "\n".join(f"{number:>6}\t{_cut(lines[number - 1])}" for number in range(low, high + 1))
 
 
 def _preview(text: str, limit: int = 500) -> str:

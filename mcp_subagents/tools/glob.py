@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 from pydantic import Field
 
 from ..core.errors import ToolError
 from ..core.glob_root import glob_root
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolAnswer, ToolContext, ToolInput
 from .glob_match import listing_matcher, may_match_hidden, ripgrep_name_filter
 from .newest_first import NewestFirst
 from .paths import resolve_path
+from .responses import glob_response
 from .ripgrep import SKIP_GIT_DIRECTORY, WALK_OPTIONS, WALK_OPTIONS_WITHOUT_HIDDEN, run_ripgrep, search_root
 
 GLOB_MAX_RESULTS = 100
@@ -36,6 +39,14 @@ take several rounds of globbing and grepping, plan the rounds and batch independ
 
 
 async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
+    started = time.monotonic()
+    text, found, truncated = await _glob(ctx, args)
+    duration_ms = round((time.monotonic() - started) * 1000)
+    return ToolAnswer(text, lambda: glob_response(found, truncated=truncated, duration_ms=duration_ms))
+
+
+async def _glob(ctx: ToolContext, args: GlobInput) -> tuple[str, list[str], bool]:
+    """What the model reads, the paths shown, and whether more matched than are shown."""
     base = search_root(ctx, args.path)
     if not base.is_dir():
         raise ToolError(f"{base} is not a directory. Give a directory as path, or put the file name in pattern.")
@@ -44,9 +55,9 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
     literal, rest = glob_root(args.pattern)
     root = resolve_path(ctx, str(base / literal), purpose="read") if literal else base
     if not rest:
-        return str(root) if root.is_file() else "No files found"
+        return (str(root), [str(root)], False) if root.is_file() else ("No files found", [], False)
     if not root.is_dir():
-        return "No files found"
+        return "No files found", [], False
     if may_match_hidden(rest):
         listing = ["--files", "--null", *WALK_OPTIONS, *ripgrep_name_filter(rest), *SKIP_GIT_DIRECTORY]
     else:  # rg skips hidden directories (and .git) itself, saving the walk and our matching of what they hold
@@ -63,13 +74,16 @@ async def _run_glob(ctx: ToolContext, args: GlobInput) -> str:
         else ""
     )
     if not matches:
-        return f"No files found{incomplete}"
-    shown = "\n".join(matches[:GLOB_MAX_RESULTS])
+        return f"No files found{incomplete}", [], completed.stdout_overflowed
+    first = matches[:GLOB_MAX_RESULTS]
+    shown = "\n".join(first)
     if len(matches) <= GLOB_MAX_RESULTS:
-        return f"{shown}{incomplete}"
+        return f"{shown}{incomplete}", first, completed.stdout_overflowed
     return (
         f"{shown}\n(Results are truncated: showing the {GLOB_MAX_RESULTS} most recently modified of "
-        f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}"
+        f"{len(matches)} matches. Use a more specific path or pattern.){incomplete}",
+        first,
+        True,
     )
 
 

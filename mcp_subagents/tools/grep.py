@@ -7,9 +7,10 @@ from typing import Literal
 from pydantic import Field
 
 from ..core.errors import ToolError
-from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolContext, ToolInput
+from .base import MAX_TOOL_RESULT_CHARS, Tool, ToolAnswer, ToolContext, ToolInput
 from .grep_results import GrepResults, LinesByFile, SearchTarget
 from .newest_first import NewestFirst
+from .responses import grep_response
 from .ripgrep import (
     MAX_RIPGREP_OUTPUT_BYTES,
     SKIP_GIT_DIRECTORY,
@@ -129,12 +130,11 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         lines = LinesByFile(ctx, target, context_lines=_asks_for_context(args), counting=counting)
         completed = await run_ripgrep(ctx, arguments, cwd=ctx.cwd, separator=b"\n", consumer=lines)
         results = lines.results
-    if completed.returncode == 1:
-        return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
     if completed.returncode not in (0, 1) and not completed.printed:
         raise ToolError(f"ripgrep failed (exit code {completed.returncode}): {completed.error_text()}")
-    if not results.blocks and not results.files:
-        return "No files found" if args.output_mode == "files_with_matches" else "No matches found"
+    if completed.returncode == 1 or (not results.blocks and not results.files):
+        nothing = "No files found" if args.output_mode == "files_with_matches" else "No matches found"
+        return ToolAnswer(nothing, lambda: grep_response(args.output_mode, [], None))
     text = _render_grep(args, results)  # on the loop: under load a worker thread waits long for the interpreter
     if results.skipped:
         text += (
@@ -145,7 +145,7 @@ async def _run_grep(ctx: ToolContext, args: GrepInput) -> str:
         text += f"\n(ripgrep printed more than {MAX_RIPGREP_OUTPUT_BYTES // (1024 * 1024)} MiB; the rest was dropped.)"
     if completed.returncode == 2:
         text += f"\n(ripgrep reported errors: {completed.error_text()[:1000]})"
-    return text
+    return ToolAnswer(text, lambda: _grep_response(args, results))
 
 
 def _asks_for_context(args: GrepInput) -> bool:
@@ -210,6 +210,19 @@ def _render_grep(args: GrepInput, results: GrepResults) -> str:
     why = f" More would not fit in one answer ({GREP_PAGE_CHARS} characters)." if shown < asked else ""
     more = f" Use offset={last} to see more." if last < total else ""
     return f"{body}\n\n(Showing results {first}-{last} of {total}.{why}{more})"
+
+
+def _grep_response(args: GrepInput, results: GrepResults) -> object:
+    """Claude Code's structured Grep result for the page shown."""
+    stop = args.offset + args.head_limit if args.head_limit else None
+    limit = args.head_limit if stop is not None and stop < results.total else None
+    if results.files is not None:
+        shown = results.files[args.offset : stop]
+        return grep_response(args.output_mode, shown, None, limit=limit, offset=args.offset)
+    page, _ = results.page(args.offset, stop, line_numbers=args.line_numbers, budget=GREP_PAGE_CHARS)
+    counted = results.count_total() if args.output_mode == "count" else None
+    mode, files = args.output_mode, len(results.blocks)
+    return grep_response(mode, [], page, files=files, matches=counted, limit=limit, offset=args.offset)
 
 
 GREP = Tool(name="Grep", description=GREP_DESCRIPTION, input_model=GrepInput, run=_run_grep, read_only=True)

@@ -13,7 +13,8 @@ from ..core.environment import scrubbed_environment
 from ..core.errors import ToolError
 from ..core.processes import group_alive, may_have_left_processes, new_tag, reap_adopted
 from ..core.subprocesses import Command, Finished, environment_with_tag, exit_signal_name, run_captured
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolAnswer, ToolContext, ToolInput
+from .responses import bash_response
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -188,7 +189,7 @@ def _report(finished: Finished, output: _Output, timeout_ms: int, notes: Sequenc
     text = "\n".join(part for part in (text_out, *lines, failure) if part)
     if failure:
         raise ToolError(text)
-    return text or "(Command completed with no output)"
+    return ToolAnswer(text or "(Command completed with no output)", lambda: bash_response(text_out))
 
 
 def _combined_output(streams: Sequence[_TextCollector], limit: int) -> str:

@@ -20,7 +20,8 @@ LAST_BLOCK_BYTES = 1024 * 1024
 class TextLines:
     """The lines of `file` (from where it stands), without their line endings, each longer than `max_chars` cut to
     `max_chars + 1` characters so the caller can tell it was cut; invalid UTF-8 is replaced. `check` runs between
-    blocks (it may raise to stop a long read).
+    blocks (it may raise to stop a long read). As in Claude Code's Read, the text is split at every line break: a
+    file that ends with one has an empty last line; an empty file has none.
 
     Iterate once; then `rest_line_count` and `position` describe what was not handed out."""
 
@@ -37,6 +38,8 @@ class TextLines:
         self._tail_bytes = 0
         """How many bytes of the file the unfinished line spans so far (its cut part included)."""
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._read_any = False
+        self._last_handed = False
 
     def __iter__(self) -> Iterator[str]:
         decoder = self._decoder
@@ -45,6 +48,7 @@ class TextLines:
         limit = self._max_chars + 1
         keep = limit + 1  # of an unfinished line: one more, in case it ends in `\r`, which does not count
         while data := self._file.read(size):
+            self._read_any = True
             self._check()
             size = min(size * 2, LAST_BLOCK_BYTES)
             pieces = decoder.decode(data).split("\n")
@@ -67,7 +71,8 @@ class TextLines:
         self._block, self._handed = [], 0
         last = self._tail if skipping else self._tail + decoder.decode(b"", final=True)
         self._tail, self._tail_bytes = "", 0
-        if last:
+        if self._read_any:
+            self._last_handed = True
             yield last[:limit] if skipping else last.removesuffix("\r")[:limit]
 
     def position(self) -> int:
@@ -79,13 +84,14 @@ class TextLines:
 
     def rest_line_count(self) -> int:
         """How many lines follow the last one handed out, reading the rest of the file to count them."""
+        if self._last_handed:
+            return 0
         count = len(self._block) - self._handed
-        ends_open = bool(self._tail_bytes or self._decoder.getstate()[0])
         while data := self._file.read(LAST_BLOCK_BYTES):
+            self._read_any = True
             self._check()
             count += data.count(b"\n")
-            ends_open = not data.endswith(b"\n")
-        return count + 1 if ends_open else count
+        return count + 1 if self._read_any else 0  # the line after the last break: empty when the file ends with one
 
 
 def _encoded_length(text: str) -> int:

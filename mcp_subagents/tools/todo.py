@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Tool, ToolContext, ToolInput
+from .base import Tool, ToolAnswer, ToolContext, ToolInput
+from .responses import todo_response
 
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
@@ -42,13 +43,15 @@ in_progress and add a task for what has to be resolved.
 
 
 async def _run_todowrite(ctx: ToolContext, args: TodoWriteInput) -> str:
-    ctx.todos.items = [item.model_dump(exclude_none=True) for item in args.todos]
+    old, new = ctx.todos.items, [item.model_dump(exclude_none=True) for item in args.todos]
+    ctx.todos.items = new
     if not args.todos:
-        return "The todo list is now empty."
-    return (
+        return ToolAnswer("The todo list is now empty.", lambda: todo_response(old, new))
+    text = (
         "Todos have been modified successfully. Keep using the todo list to track your progress, and proceed "
         f"with the current task.\n\n{render_todos(args.todos)}"
     )
+    return ToolAnswer(text, lambda: todo_response(old, new))
 
 
 def render_todos(todos: list[TodoItem]) -> str:

@@ -3,6 +3,7 @@ CLAUDE.md and git status, skills, memory, effort/thinking/max_tokens, the system
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from http.server import ThreadingHTTPServer
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from mcp_subagents.agent.attribution import DEFAULT_PR_CREDIT
 from mcp_subagents.config.settings import Settings
 from tests.fakes.fake_llm import FakeLLM, text, thinking, tool_use, turn, web_search_blocks
 from tests.support import connected, make_settings, provider_environment, text_of, write_agent
@@ -125,8 +127,55 @@ async def test_the_built_in_explore_and_omit_claude_md_leave_the_context_out(tmp
 
     await run(settings, fake, task("Explore", "Find it"), task("quiet", "Hush"))
 
-    assert first_user_texts(fake.requests[0]) == ["Find it"]
-    assert first_user_texts(fake.requests[1]) == ["Hush"]
+    # Both have Bash: the commit-attribution reminder stays, as Claude Code 2.1.328 keeps it for its Explore.
+    [credit, prompt] = first_user_texts(fake.requests[0])
+    assert "Co-Authored-By: Claude" in credit and prompt == "Find it"
+    assert first_user_texts(fake.requests[1])[1:] == ["Hush"]
+
+
+# ---- the commit-attribution reminder --------------------------------------------------------------------------------
+
+
+def credit_block(request: Json) -> str | None:
+    return next((block for block in first_user_texts(request) if "How to credit your work in git" in block), None)
+
+
+@pytest.mark.parametrize(
+    ("settings_json", "commit", "pr"),
+    [
+        ({}, "Co-Authored-By: Claude Sonnet 5.5 <noreply@anthropic.com>", DEFAULT_PR_CREDIT),
+        ({"includeCoAuthoredBy": False}, None, None),
+        (
+            {"attribution": {"commit": "Assisted-by: a robot", "pr": "Made with help"}},
+            "Assisted-by: a robot",
+            "Made with help",
+        ),
+        ({"includeCoAuthoredBy": True, "attribution": {"commit": ""}}, None, DEFAULT_PR_CREDIT),
+    ],
+)
+async def test_an_agent_with_bash_is_told_how_to_credit_commits_as_the_settings_say(
+    tmp_path: Path, fake: FakeLLM, settings_json: dict[str, Any], commit: str | None, pr: str | None
+) -> None:
+    """Measured with Claude Code 2.1.328: the defaults, `includeCoAuthoredBy: false` (no reminder at all), the newer
+    `attribution` (which wins), and an empty line left out."""
+    settings = project(tmp_path, model="claude-sonnet-5-5")
+    assert settings.user_settings_file is not None
+    settings.user_settings_file.parent.mkdir(parents=True, exist_ok=True)
+    settings.user_settings_file.write_text(json.dumps(settings_json), encoding="utf-8")
+    write_agent(agents_dir(settings), "shell", extra="tools: Read, Bash\n")
+    write_agent(agents_dir(settings), "reader", extra="tools: Read\n")
+    fake.push(turn(text("a")), turn(text("b")))
+
+    await run(settings, fake, task("shell"), task("reader"))
+
+    block = credit_block(fake.requests[0])
+    assert credit_block(fake.requests[1]) is None  # no Bash, no commits
+    if commit is None and pr is None:
+        assert block is None
+        return
+    assert block is not None and first_user_texts(fake.requests[0])[-1] == "Do the thing"
+    assert (f"- Finish every git commit message with:\n{commit}\n" in block) == (commit is not None)
+    assert (f"- Finish every pull request description with:\n{pr}\n" in block) == (pr is not None)
 
 
 async def test_a_folder_without_git_gets_claude_md_but_no_git_status(tmp_path: Path, fake: FakeLLM) -> None:
@@ -139,7 +188,8 @@ async def test_a_folder_without_git_gets_claude_md_but_no_git_status(tmp_path: P
     await run(settings, fake, task("worker", "Go"))
 
     blocks = first_user_texts(fake.requests[0])
-    assert len(blocks) == 2 and "NO-GIT-RULE" in blocks[0] and blocks[1] == "Go"
+    assert len(blocks) == 3 and "NO-GIT-RULE" in blocks[0] and blocks[2] == "Go"
+    assert "# gitStatus" not in "".join(blocks) and blocks[1] == credit_block(fake.requests[0])
 
 
 async def test_resume_does_not_repeat_the_context(tmp_path: Path, fake: FakeLLM) -> None:
@@ -229,6 +279,63 @@ async def test_the_skill_tool_loads_a_skill_on_demand(tmp_path: Path, fake: Fake
     assert results[1]["is_error"] is True
     assert "'missing' cannot be loaded: there is no such skill. Available skills: kit:review" in results[1]["content"]
     assert "- kit:review: The review skill" in system_text(fake.requests[0])
+
+
+async def test_commands_are_offered_as_skills_with_folders_as_namespaces(tmp_path: Path, fake: FakeLLM) -> None:
+    """As Claude Code 2.1.328 lists them to a subagent with Skill (captured): `ns/sub.md` is `ns:sub`, a command
+    without frontmatter is described by its first line, the user's commands are there too, and a loaded command
+    is its text alone (with the arguments put in)."""
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None and settings.claude_dir is not None
+    commands = settings.cwd / ".claude" / "commands"
+    (commands / "ns" / "deeper").mkdir(parents=True)
+    (commands / "deploy.md").write_text("---\ndescription: Deploy the app\n---\nDeploy to $ARGUMENTS now.\n")
+    (commands / "ns" / "sub.md").write_text("# Nested command\nDo nested things.\n")
+    (commands / "ns" / "deeper" / "leaf.md").write_text("---\ndescription: leaf cmd\n---\nLeaf body.\n")
+    (commands / "twin.md").write_text("---\ndescription: the command twin\n---\nCOMMAND TWIN\n")
+    write_skill(settings.cwd / ".claude" / "skills", "twin", "SKILL TWIN")
+    (settings.claude_dir / "commands").mkdir(parents=True)
+    (settings.claude_dir / "commands" / "usercmd.md").write_text("---\ndescription: user command\n---\nUser body.\n")
+    write_agent(agents_dir(settings), "worker", extra="tools: Read, Skill\n")
+    fake.push(
+        turn(tool_use("Skill", {"skill": "deploy", "args": "prod"}), tool_use("Skill", {"skill": "ns:deeper:leaf"})),
+        turn(text("done")),
+    )
+
+    await run(settings, fake, task("worker"))
+
+    listing = system_text(fake.requests[0]).split("The Skill tool can load these skills:\n", 1)[1]
+    for line in ("- deploy: Deploy the app", "- ns:sub: Nested command", "- ns:deeper:leaf: leaf cmd"):
+        assert line in listing
+    assert "- usercmd: user command" in listing and "- twin: The twin skill" in listing  # the skill wins
+    deploy, leaf = fake.requests[1]["body"]["messages"][-1]["content"]
+    assert "<command-name>deploy</command-name>" in deploy["content"]
+    assert deploy["content"].endswith("<skill-format>true</skill-format>\n\nDeploy to prod now.")
+    assert leaf["content"].endswith("\n\nLeaf body.") and "Skill folder" not in leaf["content"]
+
+
+async def test_a_fork_skill_runs_as_a_subagent_and_its_answer_comes_back(tmp_path: Path, fake: FakeLLM) -> None:
+    """`context: fork`, as Claude Code 2.1.328 runs it (captured): a general-purpose agent gets the skill's folder
+    and instructions with the arguments put in, and the Skill call answers with that agent's final text."""
+    settings = make_settings(tmp_path)
+    assert settings.cwd is not None
+    folder = write_skill(
+        settings.cwd / ".claude" / "skills", "forky", "FORK BODY do the fork with $ARGUMENTS.", extra="context: fork\n"
+    )
+    write_agent(agents_dir(settings), "worker", extra="tools: Read, Skill\n")
+    fake.push(
+        turn(tool_use("Skill", {"skill": "forky", "args": "ARGX"})), turn(text("FORK RESULT 42")), turn(text("done"))
+    )
+
+    await run(settings, fake, task("worker"))
+
+    forked = first_user_texts(fake.requests[1])
+    assert (
+        forked[-1]
+        == f"Skill folder (paths in the skill are relative to it): {folder}\n\nFORK BODY do the fork with ARGX."
+    )
+    [answer] = fake.requests[2]["body"]["messages"][-1]["content"]
+    assert answer["is_error"] is False and answer["content"].endswith("which answered:\n\nFORK RESULT 42")
 
 
 # ---- memory ---------------------------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ async def test_provider_faults_end_in_a_clear_task_error(
 
 async def test_a_host_that_disconnects_mid_task_leaves_background_work_running(tmp_path: Path, fake: FakeLLM) -> None:
     def answer(body: dict[str, Any]) -> Turn:  # by prompt: the two requests may arrive in either order
-        if body["messages"][0]["content"][0]["text"] == "in the background":
+        if body["messages"][0]["content"][-1]["text"] == "in the background":  # the prompt ends the first message
             return turn(text("background done"), delay=1.0)
         return turn(text("foreground done"), delay=30)
 

@@ -44,3 +44,18 @@ async def test_the_skill_tool_loads_only_catalogued_skills(tmp_path: Path, name:
     with pytest.raises(ToolError, match="cannot be loaded: there is no such skill") as caught:
         await tool.run(ctx, tool.validate({"skill": name}))
     assert "SECRET-CONTENT" not in caught.value.message
+
+
+def test_a_project_command_linked_outside_or_in_a_linked_folder_is_skipped(tmp_path: Path) -> None:
+    """Commands are skills now: the same attack through `.claude/commands/`, a file link and a folder link."""
+    project, secret = catalog_with_a_linked_skill(tmp_path)
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "innocent.md").symlink_to(secret)
+    (commands / "ns").symlink_to(tmp_path, target_is_directory=True)  # ns:secret would be the private file
+    (commands / "fine.md").write_text("---\ndescription: fine\n---\nFINE\n", encoding="utf-8")
+
+    catalog = load_skills(project, claude_dir=None)
+
+    assert sorted(catalog.skills) == ["fine", "honest"]
+    assert all("SECRET-CONTENT" not in skill.body for skill in catalog.skills.values())

@@ -53,7 +53,7 @@ async def test_a_killed_server_leaves_an_interrupted_task_that_a_new_server_resu
     assert "<status>interrupted</status>" in status and f'resume: "{task_id}"' in status
     assert f"[Resumed task {task_id}.]" in resumed and "Resumed and finished." in resumed
     sent = fake.requests[-1]["body"]["messages"]
-    assert sent[0]["content"][0]["text"] == "Do the long job."
+    assert sent[0]["content"][-1]["text"] == "Do the long job."  # after the attribution reminder (it has Bash)
     assert sent[1]["role"] == "assistant" and sent[1]["content"][-1]["type"] == "tool_use"
     closing = sent[2]["content"]
     assert closing[0]["type"] == "tool_result" and closing[0]["is_error"] is True

@@ -8,7 +8,7 @@ import pytest
 
 from mcp_subagents.core.errors import ToolError
 from mcp_subagents.tools import BUILTIN_TOOL_NAMES, builtin_tools
-from mcp_subagents.tools.files import MAX_UNPAGED_BYTES
+from mcp_subagents.tools.files import EMPTY_FILE_NOTE, MAX_UNPAGED_BYTES, WRITTEN_NOTE
 
 from .conftest import CallTool
 
@@ -115,62 +115,65 @@ def test_grep_flags_are_read_by_their_dash_names() -> None:
 # --- Read ---------------------------------------------------------------------------------------
 
 
-async def test_read_numbers_lines_like_cat_n(call: CallTool, workdir: Path) -> None:
+async def test_read_numbers_lines_as_claude_code_does(call: CallTool, workdir: Path) -> None:
+    """No padding, and the empty line after a final line break is numbered too (Claude Code 2.1.328, captured)."""
     path = write(workdir / "a.txt", "first\n\tsecond\n")
-    assert await call("Read", {"file_path": str(path)}) == "     1\tfirst\n     2\t\tsecond"
+    assert await call("Read", {"file_path": str(path)}) == "1\tfirst\n2\t\tsecond\n3\t"
+    no_final_break = write(workdir / "b.txt", "one\ntwo")
+    assert await call("Read", {"file_path": str(no_final_break)}) == "1\tone\n2\ttwo"
 
 
 async def test_read_accepts_a_relative_path(call: CallTool, workdir: Path) -> None:
     write(workdir / "src" / "a.txt", "hello")
-    assert await call("Read", {"file_path": "src/a.txt"}) == "     1\thello"
+    assert await call("Read", {"file_path": "src/a.txt"}) == "1\thello"
 
 
 async def test_read_with_offset_and_limit_shows_that_part_and_where_to_continue(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "a.txt", "".join(f"line {n}\n" for n in range(1, 11)))
     result = await call("Read", {"file_path": str(path), "offset": 3, "limit": 2})
-    assert result.startswith("     3\tline 3\n     4\tline 4\n")
-    assert "Showing lines 3-4 of 10" in result
+    assert result.startswith("3\tline 3\n4\tline 4\n")
+    assert "Showing lines 3-4 of 11" in result
     assert "offset=5" in result
 
 
 async def test_read_treats_offset_zero_as_the_first_line(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "a.txt", "one\ntwo\n")
-    assert await call("Read", {"file_path": str(path), "offset": 0}) == "     1\tone\n     2\ttwo"
+    assert await call("Read", {"file_path": str(path), "offset": 0}) == "1\tone\n2\ttwo\n3\t"
 
 
 async def test_read_shows_2000_lines_by_default(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "long.txt", "".join(f"{n}\n" for n in range(1, 2501)))
     result = await call("Read", {"file_path": str(path)})
-    assert "  2000\t2000\n" in result
-    assert "  2001\t" not in result
-    assert "Showing lines 1-2000 of 2500" in result
+    assert "\n2000\t2000\n" in result
+    assert "\n2001\t" not in result
+    assert "Showing lines 1-2000 of 2501" in result
     assert "offset=2001" in result
 
 
 async def test_read_says_when_offset_is_past_the_end(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "a.txt", "one\ntwo\n")
     result = await call("Read", {"file_path": str(path), "offset": 5})
-    assert "has 2 lines" in result
+    assert "has 3 lines" in result
 
 
 async def test_read_cuts_long_lines(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "wide.txt", "x" * 50_000 + "\nnext\n")
     result = await call("Read", {"file_path": str(path)})
-    first, second = result.split("\n")
-    assert first.startswith("     1\t" + "x" * 2000 + "…")
+    first, second, last = result.split("\n")
+    assert first.startswith("1\t" + "x" * 2000 + "…")
     assert "line truncated" in first
     assert len(first) < 2100
-    assert second == "     2\tnext"
+    assert (second, last) == ("2\tnext", "3\t")
 
 
 async def test_read_drops_carriage_returns_of_crlf_lines(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "dos.txt", "one\r\ntwo\r\n")
-    assert await call("Read", {"file_path": str(path)}) == "     1\tone\n     2\ttwo"
+    assert await call("Read", {"file_path": str(path)}) == "1\tone\n2\ttwo\n3\t"
 
 
 async def test_read_of_an_empty_file_says_it_is_empty(call: CallTool, workdir: Path) -> None:
     path = write(workdir / "empty.txt", "")
-    assert "exists but is empty" in await call("Read", {"file_path": str(path)})
+    assert await call("Read", {"file_path": str(path)}) == EMPTY_FILE_NOTE
 
 
 async def test_read_of_a_directory_suggests_glob_or_ls(call: CallTool, workdir: Path) -> None:
@@ -199,7 +202,7 @@ async def test_read_refuses_undecodable_files(call: CallTool, workdir: Path) -> 
 async def test_read_shows_mostly_text_files_with_a_few_bad_bytes(call: CallTool, workdir: Path) -> None:
     (workdir / "latin1.txt").write_bytes("The café on the corner serves crème brûlée every day.\n".encode("latin-1"))
     result = await call("Read", {"file_path": "latin1.txt"})
-    assert result == "     1\tThe caf\ufffd on the corner serves cr\ufffdme br\ufffdl\ufffde every day."
+    assert result == "1\tThe caf\ufffd on the corner serves cr\ufffdme br\ufffdl\ufffde every day.\n2\t"
 
 
 async def test_read_refuses_pdf_and_the_pages_parameter(call: CallTool, workdir: Path) -> None:
@@ -223,7 +226,7 @@ async def test_read_of_a_large_file_asks_for_offset_and_limit(call: CallTool, wo
     with pytest.raises(ToolError) as caught:
         await call("Read", {"file_path": str(path)})
     assert "offset and limit" in caught.value.message
-    assert (await call("Read", {"file_path": str(path), "limit": 3})).startswith("     1\t0123456789\n")
+    assert (await call("Read", {"file_path": str(path), "limit": 3})).startswith("1\t0123456789\n")
     allowed = await call("Read", {"file_path": str(path), "allow_large": True})
     assert "Showing lines 1-2000 of" in allowed
 
@@ -247,7 +250,8 @@ async def test_read_stays_inside_the_working_directory(call: CallTool, workdir: 
 async def test_write_creates_the_file_and_its_parents(call: CallTool, workdir: Path) -> None:
     result = await call("Write", {"file_path": "new/deep/file.txt", "content": "hello\r\nworld"})
     target = workdir / "new" / "deep" / "file.txt"
-    assert result == f"File created successfully at: {target}"
+    # Claude Code's answer, and (in our words) its note that the model now holds the file as it is.
+    assert result == f"File created successfully at: {target} {WRITTEN_NOTE}"
     assert target.read_bytes() == b"hello\r\nworld"
 
 
@@ -286,14 +290,15 @@ async def test_write_stays_inside_the_working_directory(call: CallTool, workdir:
 # --- Edit ---------------------------------------------------------------------------------------
 
 
-async def test_edit_replaces_a_unique_string_and_shows_a_numbered_snippet(call: CallTool, workdir: Path) -> None:
+async def test_edit_replaces_a_unique_string_and_answers_as_claude_code(call: CallTool, workdir: Path) -> None:
+    """Claude Code 2.1.328 answers an edit in one sentence, without a snippet of the file (captured)."""
     target = write(workdir / "app.py", "".join(f"line {n}\n" for n in range(1, 21)))
     result = await call("Edit", {"file_path": str(target), "old_string": "line 10\n", "new_string": "ten\nTEN\n"})
-    assert "(1 replacement)" in result
-    assert "    10\tten\n    11\tTEN\n" in result
-    assert "     6\tline 6" in result
-    assert "     5\t" not in result
+    assert result == f"The file {target} has been updated successfully."
     assert target.read_text(encoding="utf-8").count("line 10") == 0
+    everywhere = {"file_path": str(target), "old_string": "line", "new_string": "row", "replace_all": True}
+    every = await call("Edit", everywhere)
+    assert every == f"The file {target} has been updated: all 19 occurrences were replaced."
 
 
 async def test_edit_reports_a_missing_string(call: CallTool, workdir: Path) -> None:
@@ -318,7 +323,7 @@ async def test_edit_of_an_ambiguous_string_needs_replace_all(call: CallTool, wor
     result = await call(
         "Edit", {"file_path": str(target), "old_string": "x =", "new_string": "y =", "replace_all": True}
     )
-    assert "(3 replacements)" in result
+    assert "all 3 occurrences were replaced" in result
     assert target.read_text(encoding="utf-8") == "y = 1\ny = 2\ny = 3\n"
 
 

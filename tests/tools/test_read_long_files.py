@@ -28,15 +28,16 @@ async def test_a_rest_small_enough_to_count_gives_the_exact_line_count(call: Cal
     lines = MAX_COUNTED_REST_BYTES // LINE_BYTES + 1000  # the rest after line 1000 is just under the limit
     path = numbered_file(workdir / "counted.log", lines)
     result = await call("Read", {"file_path": str(path), "limit": 1000})
-    assert result.endswith(f"(Showing lines 1-1000 of {lines}. To read more, call Read with offset=1001.)")
+    # Every line ends with a line break, so the empty line after the last one counts, as in Claude Code.
+    assert result.endswith(f"(Showing lines 1-1000 of {lines + 1}. To read more, call Read with offset=1001.)")
 
 
 async def test_a_huge_rest_is_estimated_and_the_size_given(call: CallTool, workdir: Path) -> None:
     lines = 2 * MAX_COUNTED_REST_BYTES // LINE_BYTES
     path = numbered_file(workdir / "huge.log", lines)
     result = await call("Read", {"file_path": str(path), "limit": 2000})
-    assert "  2000\t000002000\n" in result
-    assert "  2001\t" not in result
+    assert "\n2000\t000002000\n" in result
+    assert "\n2001\t" not in result
     assert result.endswith(
         "(Showing lines 1-2000; about 840,000 more lines follow in this 8.0 MiB file. "
         "To read more, call Read with offset=2001.)"
@@ -55,10 +56,10 @@ async def test_an_offset_deep_into_a_huge_file_still_continues_truthfully(call: 
     lines = 2 * MAX_COUNTED_REST_BYTES // LINE_BYTES
     path = numbered_file(workdir / "huge.log", lines)
     result = await call("Read", {"file_path": str(path), "offset": lines - 2, "limit": 10})
-    assert result == f"{lines - 2:>6}\t{lines - 2:09d}\n{lines - 1:>6}\t{lines - 1:09d}\n{lines:>6}\t{lines:09d}"
+    assert result == f"{lines - 2}\t{lines - 2:09d}\n{lines - 1}\t{lines - 1:09d}\n{lines}\t{lines:09d}\n{lines + 1}\t"
     tail = await call("Read", {"file_path": str(path), "offset": lines - 20, "limit": 10})
     assert tail.endswith(
-        f"(Showing lines {lines - 20}-{lines - 11} of {lines}. To read more, call Read with offset={lines - 10}.)"
+        f"(Showing lines {lines - 20}-{lines - 11} of {lines + 1}. To read more, call Read with offset={lines - 10}.)"
     )
 
 
@@ -69,7 +70,7 @@ async def test_a_read_cut_by_the_output_budget_still_counts_every_line(call: Cal
     listing, note = result.split("\n\n(Showing lines 1-")
     shown = len(listing.splitlines())
     assert 10 < shown < 2000  # the output budget, not the limit, ended the listing
-    assert note == f"{shown} of 3000. To read more, call Read with offset={shown + 1}.)"
+    assert note == f"{shown} of 3001. To read more, call Read with offset={shown + 1}.)"
     assert len(result) <= MAX_OUTPUT_CHARS + 200
     assert len(result) <= MAX_TOOL_RESULT_CHARS, "the loop would cut the listing and its note"
 
@@ -90,19 +91,19 @@ async def test_small_files_are_read_and_written_on_the_event_loop_and_large_ones
     monkeypatch.setattr(anyio.to_thread, "run_sync", spy)
     small = numbered_file(workdir / "small.log", ON_LOOP_BYTES // LINE_BYTES)
     assert small.stat().st_size == ON_LOOP_BYTES - ON_LOOP_BYTES % LINE_BYTES
-    assert (await call("Read", {"file_path": str(small), "limit": 3})).startswith("     1\t000000001\n")
+    assert (await call("Read", {"file_path": str(small), "limit": 3})).startswith("1\t000000001\n")
     assert handed == []
     large = numbered_file(workdir / "large.log", ON_LOOP_BYTES // LINE_BYTES + 1)
-    assert (await call("Read", {"file_path": str(large), "limit": 3})).startswith("     1\t000000001\n")
+    assert (await call("Read", {"file_path": str(large), "limit": 3})).startswith("1\t000000001\n")
     assert len(handed) == 1
 
     # Edit and Write the same way: by the size of the file, and of what is written.
-    assert "1 replacement" in await call(
+    assert "updated successfully" in await call(
         "Edit", {"file_path": str(small), "old_string": "000000002\n", "new_string": "second\n"}
     )
     assert "has been updated" in await call("Write", {"file_path": str(small), "content": "x" * ON_LOOP_BYTES})
     assert len(handed) == 1
-    assert "1 replacement" in await call(
+    assert "updated successfully" in await call(
         "Edit", {"file_path": str(large), "old_string": "000000002\n", "new_string": "second\n"}
     )
     assert "has been updated" in await call("Write", {"file_path": str(small), "content": "y" * (ON_LOOP_BYTES + 1)})

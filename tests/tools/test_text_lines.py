@@ -21,10 +21,9 @@ pieces = st.sampled_from(["a", "bc", "\n", "\r\n", "é", "€", "😀", "\r", "x
 
 
 def expected(data: bytes) -> list[str]:
-    """Lines as `bytes.split` sees them, each decoded on its own, `\\r\\n` ends dropped, cut to MAX_CHARS + 1."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
+    """Lines as `bytes.split` sees them (an empty last one after a final line break, none in an empty file), each
+    decoded on its own, `\\r\\n` ends dropped, cut to MAX_CHARS + 1."""
+    lines = data.split(b"\n") if data else []
     decoded = [line.decode("utf-8", errors="replace").removesuffix("\r") for line in lines]
     return [line[: MAX_CHARS + 1] for line in decoded]
 
@@ -65,12 +64,12 @@ def test_a_line_at_the_cut_is_judged_without_its_line_end(ending: str) -> None:
     data = ("a" * MAX_CHARS + ending + "next\n").encode()
     cut = ending.startswith("x") or ending == "\r\r\n"
     expected_first = "a" * MAX_CHARS + ("x" if ending.startswith("x") else "\r") if cut else "a" * MAX_CHARS
-    assert list(TextLines(io.BytesIO(data), max_chars=MAX_CHARS)) == [expected_first, "next"]
+    assert list(TextLines(io.BytesIO(data), max_chars=MAX_CHARS)) == [expected_first, "next", ""]
 
 
 def test_a_line_longer_than_the_cut_over_many_blocks_is_cut_and_the_next_one_is_whole() -> None:
     data = "y" * 10_000 + "\n" + "é" * 3 + "\r\n"
-    assert list(TextLines(io.BytesIO(data.encode()), max_chars=MAX_CHARS)) == ["y" * (MAX_CHARS + 1), "ééé"]
+    assert list(TextLines(io.BytesIO(data.encode()), max_chars=MAX_CHARS)) == ["y" * (MAX_CHARS + 1), "ééé", ""]
 
 
 def test_a_character_cut_off_by_the_end_of_the_file_still_makes_a_line() -> None:

@@ -114,6 +114,10 @@ class HookSet:
     def __bool__(self) -> bool:
         return bool(self.groups)
 
+    def listens(self, event: HookEvent) -> bool:
+        """Whether any group is for `event`, whatever it matches."""
+        return any(group.event == event for group in self.groups)
+
     def handlers(self, event: HookEvent, subject: str) -> list[CommandHook]:
         """The handlers of `event` whose group matches `subject`; the same command string runs once. The nested
         launching tool answers to both of its names: `Agent` and the old `Task`."""

@@ -138,14 +138,23 @@ class AgentHooks:
         permission: HookPermission = decided if decided in ("allow", "ask") else None
         return BeforeTool(permission=permission, arguments=updated[-1] if updated else None, context=context)
 
-    async def after_tool(self, call: ToolCall, result: ToolResult, *, failed: bool, duration_s: float) -> AfterTool:
+    async def after_tool(
+        self,
+        call: ToolCall,
+        result: ToolResult,
+        *,
+        failed: bool,
+        duration_s: float,
+        response: Callable[[], object] | None = None,
+    ) -> AfterTool:
+        event: HookEvent = "PostToolUseFailure" if failed else "PostToolUse"
+        if not any(self._applies(hook, call) for hook in self.hooks.handlers(event, call.name)):
+            return AfterTool()  # nothing listens: the structured result is not worth building
         payload: JsonObject = {"tool_name": call.name, "tool_input": call.arguments, "tool_use_id": call.id}
         if failed:
-            event: HookEvent = "PostToolUseFailure"
             payload |= {"error": result.content.removeprefix("Error: "), "is_interrupt": False}
         else:
-            event = "PostToolUse"
-            payload["tool_response"] = result.content
+            payload["tool_response"] = response() if response is not None else result.content
         payload["duration_ms"] = round(duration_s * 1000)
         replies = await self._fire(event, call.name, payload, call=call)
         context: list[str] = []

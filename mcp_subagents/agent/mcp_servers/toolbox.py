@@ -27,7 +27,7 @@ from pydantic import ConfigDict
 
 from ...config.settings import AGENT_SERVER_MARKER
 from ...core.errors import ToolError
-from ...tools.base import Tool, ToolContext, ToolInput
+from ...tools.base import Tool, ToolAnswer, ToolContext, ToolInput
 from .config import HttpServer, ServerConfig, StdioServer, tool_name
 from .problem import ServerProblem
 from .stdio import stdio_transport
@@ -178,7 +178,7 @@ def _tool(connection: _Connection, tool: types.Tool) -> Tool:
         text = _result_text(result)
         if result.is_error:
             raise ToolError(text or f"{remote} failed without a message")
-        return text or "(no output)"
+        return ToolAnswer(text or "(no output)", lambda: _hook_response(result))
 
     annotations = tool.annotations
     return Tool(
@@ -189,6 +189,14 @@ def _tool(connection: _Connection, tool: types.Tool) -> Tool:
         read_only=annotations is not None and annotations.read_only_hint is True,
         schema=dict(tool.input_schema) if tool.input_schema else {"type": "object", "properties": {}},
     )
+
+
+def _hook_response(result: types.CallToolResult) -> object:
+    """What Claude Code 2.1.328 gives a PostToolUse hook for an MCP tool (captured): the structured content as
+    compact JSON text when the server sent one, else the content blocks as the server sent them."""
+    if result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
 
 
 def _result_text(result: types.CallToolResult) -> str:

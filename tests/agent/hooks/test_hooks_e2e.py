@@ -288,7 +288,37 @@ async def test_post_tool_use_failure_gets_the_error_and_events_come_in_claude_co
     assert failure["tool_input"] == {"command": "exit 3"} and "Exit code 3" in failure["error"]
     assert failure["is_interrupt"] is False and isinstance(failure["duration_ms"], int)
     post = seen[2]
-    assert post["tool_response"] == "ok" and post["tool_use_id"] == seen[1]["tool_use_id"]
+    assert post["tool_use_id"] == seen[1]["tool_use_id"]
+    # Claude Code's structured result, not the text the model read (its shape: claude_code_tool_responses.json).
+    bash = {"stdout": "ok", "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
+    assert post["tool_response"] == bash
+
+
+async def test_post_tool_use_gets_read_and_writes_results_in_claude_codes_shape(tmp_path: Path) -> None:
+    """A hook that parses `tool_response` as Claude Code gives it (`.file.content` for Read) works unchanged."""
+    log = tmp_path / "events.log"
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    assert settings.cwd is not None
+    notes = settings.cwd / "notes.txt"
+    notes.write_text("alpha\nbeta\n", encoding="utf-8")
+    settings_with_hooks(
+        user_settings(settings), {"PostToolUse": [group(handler(recorder(tmp_path / "hooks", "post.sh", log)))]}
+    )
+    model = ScriptedModel(
+        [
+            tool_call("Read", {"file_path": str(notes)}),
+            tool_call("Write", {"file_path": str(notes), "content": "alpha\ngamma\n"}),
+            text("done"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", task("general-purpose"))
+    read, write = (event["tool_response"] for event in events(log))
+    file = {"filePath": str(notes), "content": "alpha\nbeta\n", "numLines": 3, "startLine": 1, "totalLines": 3}
+    assert read == {"type": "text", "file": file}
+    assert write["type"] == "update" and write["originalFile"] == "alpha\nbeta\n"
+    hunk = {"oldStart": 1, "oldLines": 2, "newStart": 1, "newLines": 2, "lines": [" alpha", "-beta", "+gamma"]}
+    assert write["structuredPatch"] == [hunk]
 
 
 async def test_hooks_get_the_project_dir_and_never_the_servers_keys(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import pytest
 from mcp_subagents.config.settings import Settings
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
+from tests.agent.hooks.scripts import agent_with_hooks, events, group, handler, recorder
 from tests.processes import is_running, wait_until_gone
 from tests.support import (
     CHECKOUT,
@@ -86,6 +87,24 @@ async def test_an_inline_stdio_server_runs_for_the_agents_lifetime(tmp_path: Pat
     names = [tool.name for tool in model.requests[0].tools]
     assert {"mcp__echosrv__shout", "mcp__echosrv__spawn", "Read", "Bash"} <= set(names)
     assert "called shout(hello)" in log.read_text(encoding="utf-8")
+
+
+async def test_a_post_tool_use_hook_gets_an_mcp_tools_result_as_claude_code_passes_it(tmp_path: Path) -> None:
+    """Claude Code 2.1.328 (captured): a tool with structured content gives its hook that content as compact JSON
+    text; `shout` returns a string, which the SDK's server also sends as `{"result": ...}`."""
+    log, hook_log = tmp_path / "echo.log", tmp_path / "hooks.log"
+    settings = make_settings(tmp_path)
+    assert settings.user_agents_dir is not None
+    allow_mcp_tools(settings)
+    hook = group(handler(recorder(tmp_path / "hooks", "post.sh", hook_log)))
+    extra = f"mcpServers: {json.dumps([{'echosrv': echo_server(log)}])}\n"
+    agent_with_hooks(settings.user_agents_dir, "hooked", {"PostToolUse": [hook]}, extra=extra)
+    model = ScriptedModel([tool_call("mcp__echosrv__shout", {"text": "hi"}), text("done")])
+    async with connected(settings, model=model) as client:
+        await client.call_tool("Task", task("hooked"))
+    [event] = events(hook_log)
+    assert event["tool_name"] == "mcp__echosrv__shout"
+    assert event["tool_response"] == '{"result":"SHOUTED:HI"}'
 
 
 async def test_tools_selects_a_servers_tools_by_name_or_wildcard_and_rules_check_them(tmp_path: Path) -> None:
