@@ -10,7 +10,8 @@ from typing import Protocol
 
 from ..core.messages import Usage
 from ..permissions.asking import Denial, PermissionQuestion
-from ..tasks.outcome import RunCounts, TaskOutcome
+from ..tasks.outcome import RunCounts, Stall, TaskOutcome
+from .inert import inert
 from .questions import waiting_text
 
 
@@ -118,8 +119,29 @@ def failure_message(outcome: TaskOutcome) -> str:
             return f"Task made no progress (no model reply or tool result) for {outcome.limit_s:g} s"
         case "budget":
             return _budget_message(outcome)
+        case "stalled" if outcome.stall is not None:
+            return f"Task stopped after {outcome.limit_s:g} s stalled (--stall-timeout): {stall_text(outcome.stall)}"
         case _:
             return outcome.error
+
+
+def stall_label(stall: Stall) -> str:
+    return "looping" if stall.kind == "repeating" else "stalled"
+
+
+def stall_text(stall: Stall) -> str:
+    """What a stalled task has been doing, or not, and for how long (model and tool names are made inert)."""
+    if stall.kind == "repeating":
+        return (
+            f"it called {inert(stall.tool, one_line=True)} with the same arguments {stall.repeats} times in a row "
+            f"({_seconds(stall.seconds)} without other progress)"
+        )
+    running = f" while {inert(stall.tool, one_line=True)} runs" if stall.tool else ""
+    return f"no model reply or tool result for {_seconds(stall.seconds)}{running}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
 def _budget_message(outcome: TaskOutcome) -> str:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from ..agent.loop import Compacted, ModelResponded, ToolFinished, ToolStarted
 from ..permissions.asking import Answer, OpenQuestion
 from ..tasks.outcome import TaskOutcome
-from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, TaskEvent, TaskRecord
-from .envelopes import escape_attribute, outcome_text, usd_value
+from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, Stalled, TaskEvent, TaskRecord
+from .envelopes import escape_attribute, outcome_text, stall_label, stall_text, usd_value
 from .inert import inert
 from .questions import question_headline, waiting_text
 
@@ -168,6 +168,8 @@ def describe_event(event: TaskEvent) -> str | None:
         return f"[waiting] {waiting_text(event.entry.question)}\n"
     if isinstance(event, QuestionAnswered):
         return f"[answered] {answer_line(event.answer)}\n"
+    if isinstance(event, Stalled):
+        return f"[{stall_label(event.stall)}] {stall_text(event.stall)}\n"
     if isinstance(event, Compacted):
         why = "it passed the compaction threshold" if event.reason == "threshold" else "the model found it too long"
         return f"[turn {event.turn}] conversation of {event.replaced} messages summarised ({why})\n"

@@ -7,7 +7,7 @@ import logging
 
 from ..agent.loop import RunResult
 from ..core.errors import BudgetExceededError, SubagentsError, TurnsSpentError
-from .outcome import FailureKind, RunCounts, TaskOutcome
+from .outcome import FailureKind, RunCounts, Stall, TaskOutcome
 from .record import TaskRecord
 
 logger = logging.getLogger("mcp_subagents.tasks.manager")
@@ -89,6 +89,18 @@ def timed_out(record: TaskRecord, which: FailureKind, limit: float) -> TaskOutco
         counts=counts(record),
         failure=which,
         limit_s=limit,
+        denials=tuple(record.resources.denials),
+    )
+
+
+def stalled(record: TaskRecord, stall: Stall, limit: float) -> TaskOutcome:
+    """Stopped by `--stall-timeout`: no progress, or the same call over and over, for `limit` seconds."""
+    return TaskOutcome(
+        state="failed",
+        counts=counts(record),
+        failure="stalled",
+        limit_s=limit,
+        stall=stall,
         denials=tuple(record.resources.denials),
     )
 

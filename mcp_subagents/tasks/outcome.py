@@ -17,7 +17,21 @@ from ..permissions.asking import Denial, PermissionQuestion
 
 FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
 FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
-FailureKind: TypeAlias = Literal["error", "wall_clock", "idle", "budget"]
+FailureKind: TypeAlias = Literal["error", "wall_clock", "idle", "budget", "stalled"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stall:
+    """A running task that has made no real progress: `silent` (no model reply or tool result) or `repeating` (the
+    same tool call with the same arguments, `REPEATED_CALLS` or more times in a row)."""
+
+    kind: Literal["silent", "repeating"]
+    seconds: float
+    """How long: since its last event (silent), or since the first of the repeated calls (repeating)."""
+    tool: str = ""
+    """repeating: the tool called again and again; silent: the tools running meanwhile, comma-separated ("" for
+    none: the model has not answered)."""
+    repeats: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +59,8 @@ class TaskOutcome:
     """failed with an error: what went wrong."""
     limit_s: float = 0.0
     """failed on a time limit: the limit in seconds."""
+    stall: Stall | None = None
+    """failed on `--stall-timeout`: the stall that lasted that long."""
     budget_usd: float = 0.0
     """failed on its budget: the budget in USD (what it spent is `counts.cost_usd`)."""
     budget_source: str = ""
