@@ -18,9 +18,10 @@ from typing import TextIO
 
 from ..models.pricing import format_usd
 from ..render import outcome_text
+from ..render.envelopes import stall_label, stall_text
 from ..render.inert import inert
 from ..render.questions import permission_message, waiting_text
-from ..render.rows import task_row
+from ..render.rows import DEFAULT_STALL_AFTER, task_row
 from ..tasks.control import WHO, AnswerRequest, ControlError, request_answer, request_stop
 from ..tasks.files import (
     TaskLookupError,
@@ -44,16 +45,18 @@ def tasks_command(
     as_json: bool,
     out: TextIO,
     answer: tuple[str | None, str | None] = (None, None),
+    stall_after: float = DEFAULT_STALL_AFTER,
 ) -> int:
-    """Run one `tasks` action; returns the exit status. `answer`: (allow|always|deny, question id or None)."""
+    """Run one `tasks` action; returns the exit status. `answer`: (allow|always|deny, question id or None);
+    `stall_after`: `--stall-after`, when a running task is shown as stalled."""
     try:
         match action:
             case "answer":
                 return _answer(state_dir, _snapshot(state_dir, task_id), answer[0] or "deny", answer[1], out=out)
             case "list":
-                return _list(state_dir, as_json=as_json, out=out)
+                return _list(state_dir, as_json=as_json, out=out, stall_after=stall_after)
             case "show":
-                return _show(_snapshot(state_dir, task_id), out=out)
+                return _show(_snapshot(state_dir, task_id), out=out, stall_after=stall_after)
             case "tail":
                 return _tail(state_dir, task_id, out=out)
             case _:
@@ -71,10 +74,11 @@ def _snapshot(state_dir: Path, task_id: str | None) -> TaskSnapshot:
     return snapshot
 
 
-def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
+def _list(state_dir: Path, *, as_json: bool, out: TextIO, stall_after: float) -> int:
     snapshots = list_tasks(state_dir)
     if as_json:
-        print(json.dumps([task_row(snapshot) for snapshot in snapshots], indent=2), file=out)
+        rows = [task_row(snapshot, stall_after=stall_after) for snapshot in snapshots]
+        print(json.dumps(rows, indent=2), file=out)
         return 0
     if not snapshots:
         print(f"No tasks in {state_dir}.", file=out)
@@ -89,7 +93,7 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
             f"{s.tokens:,}",
             "-" if s.cost_usd is None else format_usd(s.cost_usd),
             _duration(s.elapsed_s),
-            _field(s.header.description) + ("" if s.waiting is None else f"  [{waiting_text(s.waiting.question)}]"),
+            _field(s.header.description) + _flags(s, stall_after),
         )
         for s in snapshots
     ]
@@ -99,7 +103,15 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
     return 0
 
 
-def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
+def _flags(snapshot: TaskSnapshot, stall_after: float) -> str:
+    """What the list adds after a task's description: the question it waits on, or its stall."""
+    if snapshot.waiting is not None:
+        return f"  [{waiting_text(snapshot.waiting.question)}]"
+    stall = snapshot.stall(stall_after)
+    return "" if stall is None else f"  [{stall_label(stall)}: {stall_text(stall)}]"
+
+
+def _show(snapshot: TaskSnapshot, *, out: TextIO, stall_after: float = DEFAULT_STALL_AFTER) -> int:
     header = snapshot.header
     u = snapshot.usage
     cost = "tokens only (the model has no price)" if snapshot.cost_usd is None else format_usd(snapshot.cost_usd)
@@ -116,6 +128,8 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
         lines.append(f"resumed from: {_field(header.resumed_from)}")
     if snapshot.current_tools:
         lines.append(f"running now: {', '.join(_field(tool) for tool in snapshot.current_tools)}")
+    if (stall := snapshot.stall(stall_after)) is not None:
+        lines.append(f"{stall_label(stall)}: {stall_text(stall)}")
     if snapshot.waiting is not None:
         was = "was " if snapshot.state == "interrupted" else ""
         lines += ["", f"{was}{waiting_text(snapshot.waiting.question)}"]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..agent.loop import Compacted, ModelResponded, ToolFinished, ToolStarted
 from ..permissions.asking import Answer, OpenQuestion
-from ..tasks.outcome import TaskOutcome
+from ..tasks.outcome import Stall, TaskOutcome
 from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, Stalled, TaskEvent, TaskRecord
 from .envelopes import escape_attribute, outcome_text, stall_label, stall_text, usd_value
 from .inert import inert
@@ -47,9 +47,10 @@ def status_text(
     max_result_chars: int,
     subtasks: Sequence[tuple[int, TaskRecord]] = (),
     questions: Sequence[OpenQuestion] = (),
+    stall: Stall | None = None,
 ) -> str:
-    """TaskOutput's answer: where the task stands, the questions it waits on, the subagents it launched, then its
-    result or its output so far."""
+    """TaskOutput's answer: where the task stands, the questions it waits on, how it stalled (if it has), the
+    subagents it launched, then its result or its output so far."""
     state = "waiting" if questions and not record.finished else record.state
     lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", f"<status>{state}</status>"]
     lines += [waiting_element(entry) for entry in questions]
@@ -67,6 +68,8 @@ def status_text(
         lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
     elif record.active:
         lines.append(f"<progress>{progress_text(record)}</progress>")
+    if stall is not None and not record.finished:
+        lines.append(f'<stalled kind="{stall_label(stall)}">{escape_attribute(stall_text(stall))}</stalled>')
     if record.outcome is not None:
         lines.append(outcome_text(record, record.outcome, max_chars=max_result_chars))
     else:

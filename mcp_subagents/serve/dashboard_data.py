@@ -15,7 +15,7 @@ from ..models.pricing import PriceTable
 from ..permissions.asking import Answer, AnswerKind, PermissionQuestion
 from ..render import outcome_text
 from ..render.questions import question_headline
-from ..render.rows import task_row
+from ..render.rows import DEFAULT_STALL_AFTER, task_row
 from ..render.status import answer_line
 from ..tasks.files import TaskSnapshot, output_path, read_task, transcripts_dir
 from ..tasks.outcome import decode_outcome
@@ -28,9 +28,10 @@ class TaskRows:
     """The task list, re-reading only the transcripts that changed since the last look (a finished task's file no
     longer changes; an unfinished one is read again each time, since its process may have died)."""
 
-    def __init__(self, state_dir: Path, prices: PriceTable) -> None:
+    def __init__(self, state_dir: Path, prices: PriceTable, *, stall_after: float = DEFAULT_STALL_AFTER) -> None:
         self._state_dir = state_dir
         self._prices = prices
+        self._stall_after = stall_after
         self._known: dict[Path, tuple[tuple[int, int], TaskSnapshot]] = {}
 
     def rows(self) -> list[dict[str, Any]]:
@@ -51,7 +52,7 @@ class TaskRows:
                 snapshots.append(snapshot)
         self._known = seen
         snapshots.sort(key=lambda snapshot: snapshot.header.created, reverse=True)
-        return [task_row(snapshot) for snapshot in snapshots]
+        return [task_row(snapshot, stall_after=self._stall_after) for snapshot in snapshots]
 
 
 def state_signature(state_dir: Path) -> tuple[tuple[str, int, int], ...]:

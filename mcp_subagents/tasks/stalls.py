@@ -17,7 +17,8 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ..agent.loop import ToolStarted
-from .record import REPEATED_CALLS, Stall, Stalled, TaskEvent, TaskLimits, TaskProgress, TaskRecord
+from .outcome import Stall
+from .record import REPEATED_CALLS, CallRepeats, Stalled, TaskEvent, TaskLimits, TaskProgress, TaskRecord
 
 Tell = Callable[[TaskRecord, TaskEvent], Awaitable[None]]
 
@@ -32,13 +33,19 @@ def note_call(progress: TaskProgress, event: TaskEvent, now: float) -> Stalled |
     `REPEATED_CALLS`."""
     if not isinstance(event, ToolStarted):
         return None
-    repeats, signature = progress.repeats, call_signature(event.call.name, event.call.arguments)
-    if signature != repeats.signature:
-        repeats.signature, repeats.tool, repeats.count, repeats.since = signature, event.call.name, 0, now
-    repeats.count += 1
-    if repeats.count != REPEATED_CALLS:
+    if count_call(progress.repeats, event.call.name, event.call.arguments, now) != REPEATED_CALLS:
         return None
     return Stalled(current_stall(progress, now))
+
+
+def count_call(repeats: CallRepeats, name: str, arguments: object, at: float) -> int:
+    """Add a call made at `at` to the run of identical calls (a call unlike the run's starts a new one); how many
+    the run has now."""
+    signature = call_signature(name, arguments)
+    if signature != repeats.signature:
+        repeats.signature, repeats.tool, repeats.count, repeats.since = signature, name, 0, at
+    repeats.count += 1
+    return repeats.count
 
 
 def current_stall(progress: TaskProgress, now: float) -> Stall:

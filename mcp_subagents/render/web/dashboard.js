@@ -108,7 +108,8 @@
         el("td", {}, t.agent),
         el("td", { class: "desc", title: t.description }, t.description,
           t.waiting && t.state === "waiting" ? el("div", { class: "waiting-for-you", title: t.waiting.headline },
-            "waiting for you: " + t.waiting.headline) : null),
+            "waiting for you: " + t.waiting.headline) : null,
+          stallOf(t) ? el("div", { class: "stalled-note" }, stallOf(t)) : null),
         el("td", { class: "tool" }, t.current_tools.join(", ")),
         el("td", { class: "num" }, String(t.turns)),
         el("td", { class: "num" }, tokens(t.tokens)),
@@ -121,6 +122,16 @@
         "elapsed", "started", "owner"].map((name) => el("th", {}, name)))),
       el("tbody", {}, ...rows)));
   }
+
+  // A running task without progress, as the server saw it, or silent since: the list changes only with the files,
+  // so a silence that began after the last change is measured here.
+  function stallOf(t) {
+    if (t.stall) return t.stall.label + ": " + t.stall.text;
+    if (t.state !== "running" || !t.stall_after || !t.active_at) return null;
+    const silent = Date.now() / 1000 - t.active_at;
+    return silent >= t.stall_after ? `stalled: no model reply or tool result for ${Math.round(silent)} s` : null;
+  }
+  setInterval(() => { if (!location.hash.startsWith("#/task/") && listed.length) renderList(); }, 10000);
 
   // ---- one task ---------------------------------------------------------------------------------------------------
 
@@ -165,7 +176,8 @@
       fact("model", task.model || "–"),
       fact("owner", task.owner),
       fact("started", when(task.created)),
-      fact("denied calls", String(task.denials)));
+      fact("denied calls", String(task.denials)),
+      ...(stallOf(task) ? [fact("progress", stallOf(task))] : []));
     if (actions.dataset.state === task.state) return;  // redrawn only when the state changes: a click lands
     actions.dataset.state = task.state;
     const message = el("span", { class: "message" });
