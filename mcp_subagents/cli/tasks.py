@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from ..render.envelopes import stall_label, stall_text
 from ..render.inert import inert
 from ..render.questions import permission_message, waiting_text
 from ..render.rows import DEFAULT_STALL_AFTER, task_row
+from ..render.tree import snapshot_entry, tree_lines
 from ..tasks.control import WHO, AnswerRequest, ControlError, request_answer, request_stop
 from ..tasks.files import (
     TaskLookupError,
@@ -31,6 +33,7 @@ from ..tasks.files import (
     output_path,
     read_task,
 )
+from ..tasks.tree import TreeReader
 
 FOLLOW_INTERVAL = 0.2
 """Seconds between looks at a followed task's files (`tail -f` does the same)."""
@@ -56,7 +59,8 @@ def tasks_command(
             case "list":
                 return _list(state_dir, as_json=as_json, out=out, stall_after=stall_after)
             case "show":
-                return _show(_snapshot(state_dir, task_id), out=out, stall_after=stall_after)
+                snapshot = _snapshot(state_dir, task_id)
+                return _show(snapshot, out=out, stall_after=stall_after, tree=_tree(state_dir, snapshot))
             case "tail":
                 return _tail(state_dir, task_id, out=out)
             case _:
@@ -111,7 +115,26 @@ def _flags(snapshot: TaskSnapshot, stall_after: float) -> str:
     return "" if stall is None else f"  [{stall_label(stall)}: {stall_text(stall)}]"
 
 
-def _show(snapshot: TaskSnapshot, *, out: TextIO, stall_after: float = DEFAULT_STALL_AFTER) -> int:
+def _tree(state_dir: Path, snapshot: TaskSnapshot) -> list[str]:
+    """The lines `tasks show` gives the nested tasks: how many, and each with its figures (its subtree's)."""
+    subtasks = TreeReader(state_dir).subtasks(snapshot.task_id)
+    if not subtasks:
+        return []
+    outcome = snapshot.outcome
+    nested = outcome.counts.nested if outcome is not None and outcome.counts is not None else None
+    total = (
+        f"; with them: {snapshot.turns + nested.turns} turns, {snapshot.tool_uses + nested.tool_uses} tool uses "
+        "(the tokens and cost above include theirs)"
+        if nested is not None and nested.tasks
+        else " (their cost is in the figures above as they spend; their tokens once each ends)"
+    )
+    entries = tree_lines(snapshot_entry(level, child) for level, child in subtasks)
+    return ["", f"nested tasks: {len(subtasks)}{total}", *(f"  {line}" for line in entries)]
+
+
+def _show(
+    snapshot: TaskSnapshot, *, out: TextIO, stall_after: float = DEFAULT_STALL_AFTER, tree: Sequence[str] = ()
+) -> int:
     header = snapshot.header
     u = snapshot.usage
     cost = "tokens only (the model has no price)" if snapshot.cost_usd is None else format_usd(snapshot.cost_usd)
@@ -140,7 +163,7 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO, stall_after: float = DEFAULT_S
         if not was:
             lines.append(f"  answer: mcp-subagents tasks answer {header.task_id} --allow | --always | --deny")
     transcript = snapshot.path
-    lines += [f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
+    lines += [*tree, f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
     print("\n".join(lines), file=out)
     if snapshot.outcome is not None:
         print(inert(outcome_text(_record(snapshot, transcript), snapshot.outcome, max_chars=None)), file=out)

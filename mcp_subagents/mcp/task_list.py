@@ -19,6 +19,7 @@ from ..render.inert import inert_values
 from ..render.questions import always_text, button_labels, permission_message, question_headline
 from ..render.rows import stall_row
 from ..render.status import end_notice_text
+from ..render.tree import record_entry, tree_rows
 from ..runtime.service import Subagents
 from ..tasks.outcome import Stall
 from ..tasks.record import TaskRecord
@@ -37,8 +38,15 @@ def task_list_call(app: Subagents, principal: str, tokens: AnswerTokens | None) 
     for record in tasks.tasks_of(principal):
         questions = tasks.open_questions(record) if record.parent is None and not record.finished else []
         recent, queue = tasks.recent_output(record, 800), tasks.queue_position(record)
-        stall = stall_of(record, after=app.settings.stall_after)
-        entries.append(task_entry(record, recent_output=recent, queue=queue, questions=questions, stall=stall))
+        entry = task_entry(
+            record,
+            recent_output=recent,
+            queue=queue,
+            questions=questions,
+            stall=stall_of(record, after=app.settings.stall_after),
+        )
+        entry["tree"] = tree_rows([record_entry(level, child) for level, child in tasks.subtasks(record)])
+        entries.append(entry)
         if tokens is not None:
             issued |= {entry.id: tokens.issue(principal, entry.id) for entry in questions}
     result = task_list_result(entries)
@@ -137,6 +145,8 @@ def _entry_text(entry: dict[str, Any]) -> str:
     parts.append(f"{entry['elapsed_s']:.0f} s")
     lines = [f"{entry['task_id']} {entry['agent']}: {entry['description']} [{' · '.join(parts)}]"]
     lines += [f"    {question['headline']}" for question in entry["questions"]]
+    if entry.get("tree"):
+        lines.append(f"    nested tasks: {len(entry['tree'])} (their cost is in this task's)")
     if entry["stall"] is not None:
         lines.append(f"    {entry['stall']['label']}: {entry['stall']['text']}")
     lines += [f"    {line}" for line in entry["output"][-3:]]

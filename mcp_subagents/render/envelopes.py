@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ..core.messages import Usage
 from ..permissions.asking import Denial, PermissionQuestion
-from ..tasks.outcome import RunCounts, Stall, TaskOutcome
+from ..tasks.outcome import NestedCounts, RunCounts, Stall, TaskOutcome
 from .inert import inert
 from .questions import waiting_text
 
@@ -48,6 +48,7 @@ class RunStats:
     usage: Usage
     duration_s: float
     cost_usd: float | None = None
+    nested: NestedCounts = field(default_factory=NestedCounts)
 
 
 def usd_value(cost: float) -> str:
@@ -58,8 +59,14 @@ def usd_value(cost: float) -> str:
 def usage_line(stats: RunStats) -> str:
     u = stats.usage
     cost = "" if stats.cost_usd is None else f"cost_usd: {usd_value(stats.cost_usd)}; "
+    nested = stats.nested
+    below = (
+        f"nested_tasks: {nested.tasks}; nested_turns: {nested.turns}; nested_tool_uses: {nested.tool_uses}; "
+        if nested.tasks
+        else ""
+    )
     return (
-        f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
+        f"<usage>task_id: {stats.task_id}; turns: {stats.turns}; tool_uses: {stats.tool_uses}; {below}"
         f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
         f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
         f"{cost}duration_ms: {round(stats.duration_s * 1000)}</usage>"
@@ -192,6 +199,7 @@ def _stats(task_id: str, counts: RunCounts) -> RunStats:
         usage=counts.usage,
         duration_s=counts.duration_s,
         cost_usd=counts.cost_usd,
+        nested=counts.nested,
     )
 
 

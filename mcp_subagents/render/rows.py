@@ -42,7 +42,15 @@ def task_row(snapshot: TaskSnapshot, *, stall_after: float = DEFAULT_STALL_AFTER
         "active_at": snapshot.active_at,
         "stall_after": stall_after,
         "stall": stall_row(snapshot.stall(stall_after)),
+        "nested": _nested(snapshot),
     }
+
+
+def _nested(snapshot: TaskSnapshot) -> dict[str, int] | None:
+    """How many tasks ran below a finished task, and their turns and tool uses (its tokens and cost include
+    theirs); None while it runs."""
+    outcome = snapshot.outcome
+    return asdict(outcome.counts.nested) if outcome is not None and outcome.counts is not None else None
 
 
 def stall_row(stall: Stall | None) -> dict[str, Any] | None:

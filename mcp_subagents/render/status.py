@@ -13,6 +13,7 @@ from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, Stall
 from .envelopes import escape_attribute, outcome_text, stall_label, stall_text, usd_value
 from .inert import inert
 from .questions import question_headline, waiting_text
+from .tree import record_entry, tree_lines
 
 
 def launched_text(record: TaskRecord) -> str:
@@ -59,10 +60,7 @@ def status_text(
     if record.parent is not None:
         lines.append(f"<parent_task_id>{record.parent}</parent_task_id>")
     if subtasks:
-        tree = "\n".join(
-            f"{'  ' * (level - 1)}- {child.id} {child.agent}: {child.description} [{child.state}]"
-            for level, child in subtasks
-        )
+        tree = "\n".join(tree_lines(record_entry(level, child) for level, child in subtasks))
         lines.append(f"<subtasks>\n{tree}\n</subtasks>")
     if queue is not None:
         lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
@@ -102,9 +100,11 @@ def progress_text(record: TaskRecord) -> str:
     tokens = progress.usage.total_tokens
     cost = record.cost_usd()
     spent = "" if cost is None else f", cost_usd {usd_value(cost)}"
+    launched = len(record.children)
+    nested = f", {launched} nested task(s) launched (their cost included)" if launched else ""
     return (
         f"turn {progress.turn} of {progress.max_turns}, {progress.tool_uses} tool use(s), {tokens} tokens{spent}, "
-        f"{progress.elapsed():.0f} s"
+        f"{progress.elapsed():.0f} s{nested}"
     )
 
 

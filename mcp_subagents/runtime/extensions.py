@@ -274,6 +274,7 @@ class Extender:
             assert outcome is not None
             if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
                 parent.resources.descendant_usage += outcome.counts.usage
+                parent.resources.descendant_counts = parent.resources.descendant_counts.plus(outcome.counts)
             text = outcome_text(child, outcome, max_chars=app.settings.max_result_chars)
             if outcome.state != "completed":
                 raise ToolError(text)

@@ -22,6 +22,7 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,13 +37,14 @@ from ..core.errors import QuestionClosedError, SubagentsError
 from ..models.pricing import PriceTable
 from ..permissions.asking import CHOICES, Choice
 from ..render.inert import inert_values, well_formed
-from ..render.rows import DEFAULT_STALL_AFTER, task_row
+from ..render.rows import DEFAULT_STALL_AFTER
 from ..render.web import web_file
 from ..runtime.answers import Receipt
 from ..tasks.control import PLACES, QUESTION_ID, AnswerRequest, ControlError, request_answer, request_stop
 from ..tasks.files import TaskLookupError, TaskSnapshot, find_task, read_task
+from ..tasks.tree import TreeReader
 from .asgi import serve_until_cancelled
-from .dashboard_data import TaskRows, TranscriptFollower, state_signature
+from .dashboard_data import TaskRows, TranscriptFollower, state_signature, task_page_row
 
 logger = logging.getLogger(__name__)
 
@@ -196,7 +198,9 @@ class Dashboard:
         if snapshot is None:
             return _shown({"error": "no such task"}, status_code=404)
         items = TranscriptFollower(path).new_items(snapshot)
-        return _shown({"task": task_row(snapshot, stall_after=self._stall_after), "items": items})
+        tree = TreeReader(self.state_dir, self._prices)
+        row = await anyio.to_thread.run_sync(partial(task_page_row, snapshot, tree, stall_after=self._stall_after))
+        return _shown({"task": row, "items": items})
 
     async def _events(self, request: Request) -> Response:
         if not self._authorized(request):
@@ -227,13 +231,16 @@ class Dashboard:
         return _event_stream(self._follow(path))
 
     async def _follow(self, path: Path) -> AsyncIterator[str]:
-        follower = TranscriptFollower(path)
+        follower, tree = TranscriptFollower(path), TreeReader(self.state_dir, self._prices)
         last_row: dict[str, Any] | None = None
         quiet = 0.0
         while True:
             snapshot = await anyio.to_thread.run_sync(read_task, path, self._prices)
             items = follower.new_items(snapshot)
-            row = task_row(snapshot, stall_after=self._stall_after) if snapshot is not None else None
+            row = None
+            if snapshot is not None:
+                page_row = partial(task_page_row, snapshot, tree, stall_after=self._stall_after)
+                row = await anyio.to_thread.run_sync(page_row)
             if items:
                 yield _event("items", {"items": items})
             if row != last_row:

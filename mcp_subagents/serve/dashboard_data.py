@@ -17,8 +17,10 @@ from ..render import outcome_text
 from ..render.questions import question_headline
 from ..render.rows import DEFAULT_STALL_AFTER, task_row
 from ..render.status import answer_line
+from ..render.tree import snapshot_entry, tree_rows
 from ..tasks.files import TaskSnapshot, output_path, read_task, transcripts_dir
 from ..tasks.outcome import decode_outcome
+from ..tasks.tree import TreeReader
 
 MAX_RESULT_CHARS = 20_000
 """A tool result longer than this is cut in the page (the transcript file keeps all of it)."""
@@ -53,6 +55,14 @@ class TaskRows:
         self._known = seen
         snapshots.sort(key=lambda snapshot: snapshot.header.created, reverse=True)
         return [task_row(snapshot, stall_after=self._stall_after) for snapshot in snapshots]
+
+
+def task_page_row(snapshot: TaskSnapshot, tree: TreeReader, *, stall_after: float) -> dict[str, Any]:
+    """A task as its page shows it: its row, with the nested tasks below it (each with its subtree's figures).
+    Reads their transcripts: for a worker thread."""
+    row = task_row(snapshot, stall_after=stall_after)
+    row["tree"] = tree_rows([snapshot_entry(level, child) for level, child in tree.subtasks(snapshot.task_id)])
+    return row
 
 
 def state_signature(state_dir: Path) -> tuple[tuple[str, int, int], ...]:

@@ -21,6 +21,7 @@ def counts(record: TaskRecord) -> RunCounts:
         usage=progress.usage + record.resources.descendant_usage,
         duration_s=progress.elapsed(),
         cost_usd=record.cost_usd(),
+        nested=record.resources.descendant_counts,
     )
 
 
@@ -32,6 +33,7 @@ def completed(record: TaskRecord, result: RunResult) -> TaskOutcome:
         usage=result.usage + record.resources.descendant_usage,
         duration_s=result.duration_s,
         cost_usd=cost,
+        nested=record.resources.descendant_counts,
     )
     return TaskOutcome(
         state="completed",

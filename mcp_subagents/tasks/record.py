@@ -18,7 +18,7 @@ from ..core.principals import LOCAL_PRINCIPAL
 from ..models.pricing import ModelPrice, SideSpend
 from ..permissions.asking import Answer, Denial, OpenQuestion, PermissionQuestion, QuestionBoard
 from ..tools.base import ProcessGroups
-from .outcome import FINISHED_STATES, ServerProblem, Stall, TaskOutcome
+from .outcome import FINISHED_STATES, NestedCounts, ServerProblem, Stall, TaskOutcome
 from .slots import Lender
 from .transcripts import TranscriptHeader, TranscriptWriter
 
@@ -173,6 +173,8 @@ class RunResources:
     """The open permission questions of the task and of the tasks below it (kept on the task a host launched)."""
     descendant_usage: Usage = field(default_factory=Usage)
     """Tokens the tasks it launched (and theirs) used: counted in its own usage once they end."""
+    descendant_counts: NestedCounts = field(default_factory=NestedCounts)
+    """How many tasks it launched (and theirs) have ended, and their turns and tool uses."""
     descendant_cost: float = 0.0
     """What the tasks it launched (and theirs) spent, counted in its cost (and against its budget) as they spend."""
     worktree: WorktreeReport | None = None

@@ -54,7 +54,10 @@ async def test_nesting_goes_to_the_depth_limit_and_no_further(tmp_path: Path, mo
     assert "input_tokens: 60" in body.rsplit("<usage>", 1)[1]  # six requests of 10 input tokens, all counted at the top
     tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
     assert len(tree) == 2 and tree[0].startswith("- ") and tree[1].startswith("  - ")
-    assert tree[0].endswith("[completed]") and "relay: run relay" in tree[1]
+    assert "relay: run relay [completed] sonnet · 4 turn(s) · " in tree[0]  # its own two, and two below it
+    assert tree[1].endswith("relay: run relay [completed] sonnet · 2 turn(s) · 55 tokens")  # no price: no cost
+    top_usage = body.rsplit("<usage>", 1)[1]
+    assert "turns: 2; tool_uses: 1; nested_tasks: 2; nested_turns: 4; nested_tool_uses: 2; " in top_usage
 
 
 async def test_task_with_agent_names_limits_what_may_be_launched(tmp_path: Path) -> None:
@@ -165,7 +168,7 @@ async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path)
             done = text_of(await client.call_tool("TaskOutput", {"task_id": parent}))
     assert started == ["child 0", "child 1"]
     tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
-    assert tree[0].endswith("[running]") and tree[1].endswith("[queued]")  # the second waits for the first
+    assert "[running] sonnet · 1 turn(s)" in tree[0] and "[queued] sonnet · 0 turn(s)" in tree[1]  # the second waits
     assert "both answered" in done
 
 
