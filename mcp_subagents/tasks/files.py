@@ -21,7 +21,7 @@ from ..models.pricing import PriceTable
 from ..permissions.asking import PermissionQuestion
 from .outcome import Stall, TaskOutcome
 from .record import REPEATED_CALLS, CallRepeats
-from .stalls import count_call
+from .stalls import count_call, waits_for_nested
 from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
 
 MIN_PREFIX = 6
@@ -75,7 +75,8 @@ class TaskSnapshot:
 
     def stall(self, after: float, now: float | None = None) -> Stall | None:
         """As `stalls.stall_of` tells it of a live task, from the files: repeating itself, or silent for `after`
-        seconds (0: never); None unless it is running (a task waiting for its person is not stalled)."""
+        seconds (0: never); None unless it is running (a task waiting for its person is not stalled, nor one whose
+        nested task runs: the files of the nested task show its own stall)."""
         if self.state != "running":
             return None
         now = time.time() if now is None else now
@@ -83,7 +84,7 @@ class TaskSnapshot:
             repeats = self.repeats
             return Stall(kind="repeating", seconds=now - repeats.since, tool=repeats.tool, repeats=repeats.count)
         silent = max(0.0, now - self.active_at)
-        if after > 0 and silent >= after:
+        if after > 0 and silent >= after and not waits_for_nested(self.current_tools):
             return Stall(kind="silent", seconds=silent, tool=", ".join(self.current_tools))
         return None
 

@@ -3,20 +3,21 @@ calls the same tool with the same arguments `REPEATED_CALLS` times in a row, is 
 listeners, and `stall_of` wherever a task is shown); with `--stall-timeout`, one stalled that long is stopped.
 
 A task waiting for a person's answer, or for a place to run, is not stalled: it waits, and the silence ends when
-the wait does. A task waiting for the nested tasks it launched is as busy as they are.
+the wait does. A task waiting for the nested tasks it launched is not either: their stalls are told.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from contextlib import contextmanager
 
 import anyio
 from anyio.abc import TaskGroup
 
 from ..agent.loop import ToolStarted
+from ..core.names import AGENT_TOOLS
 from .outcome import Stall
 from .record import REPEATED_CALLS, CallRepeats, Stalled, TaskEvent, TaskLimits, TaskProgress, TaskRecord
 
@@ -69,8 +70,17 @@ def stall_of(record: TaskRecord, *, after: float, now: float | None = None) -> S
 
 
 def can_stall(record: TaskRecord) -> bool:
-    """Running, and waiting neither for a person nor for a place to run."""
-    return record.state == "running" and not record.resources.idle_holds
+    """Running, and waiting neither for a person, nor for a place to run, nor for a nested task (whose own stall is
+    the one to tell)."""
+    return (
+        record.state == "running"
+        and not record.resources.idle_holds
+        and not waits_for_nested(record.progress.current_tools)
+    )
+
+
+def waits_for_nested(running_tools: Iterable[str]) -> bool:
+    return any(tool in AGENT_TOOLS for tool in running_tools)
 
 
 class StallWatch:

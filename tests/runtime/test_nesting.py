@@ -307,3 +307,20 @@ async def test_the_servers_max_turns_and_the_agents_max_turns_apply_to_each_nest
         with anyio.fail_after(10):
             await client.call_tool("Task", task("general-purpose"))
     assert looper.requests == {"Go down one level.": 2, "child brief": 2, "child plain": 4}
+
+
+async def test_a_silent_nested_task_is_the_one_stalled_not_the_parent_waiting_for_it(tmp_path: Path) -> None:
+    async def respond(request: ModelRequest) -> ModelResponse:
+        if "hang" in str(request.messages[0]):
+            await anyio.sleep_forever()
+        if isinstance(request.messages[-1], ToolResultMessage):
+            return text(f"below me: {last_results(request)[0].content}")
+        return tool_call("Task", nested("general-purpose", "hang there"))
+
+    settings = make_settings(tmp_path, stall_after=0.05, stall_timeout=0.3)
+    async with connected(settings, model=FunctionModel(respond)) as client:
+        body = text_of(await client.call_tool("Task", task("general-purpose")))
+    # The nested task was stopped for its silence; its parent, waiting on it, was not, and went on with the error.
+    assert body.startswith("<task_result") and "below me: Error: &lt;task_error" in body
+    assert "stalled (--stall-timeout): no model reply" in body
+    assert body.count("stalled (--stall-timeout)") == 1 and body.rstrip().endswith("</usage>")
