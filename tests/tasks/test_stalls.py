@@ -4,6 +4,7 @@ stops a task stalled that long with a reason that says which stall."""
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import AsyncGenerator
@@ -15,6 +16,7 @@ import anyio
 import pytest
 
 from mcp_subagents.agent.loop import RunResult, ToolStarted, TurnStarted
+from mcp_subagents.cli.terminal import StatusLine
 from mcp_subagents.core.messages import ToolCall, Usage
 from mcp_subagents.permissions.asking import allowed
 from mcp_subagents.render import outcome_text
@@ -56,6 +58,7 @@ class Notices:
 async def test_the_same_call_three_times_in_a_row_flags_the_task_as_looping(tmp_path: Path) -> None:
     notices, release = Notices(), anyio.Event()
     seen_while_running: list[object] = []
+    status_lines: list[str] = []
 
     async def job(record: TaskRecord, listener: Listener) -> RunResult:
         await listener(TurnStarted(turn=1, max_turns=9))
@@ -68,6 +71,7 @@ async def test_the_same_call_three_times_in_a_row_flags_the_task_as_looping(tmp_
                 )
             )
         seen_while_running.append(stall_of(record, after=0))
+        status_lines.append(StatusLine(record, io.StringIO()).text())
         await release.wait()
         return done()
 
@@ -82,6 +86,7 @@ async def test_the_same_call_three_times_in_a_row_flags_the_task_as_looping(tmp_
     assert notice.stall.kind == "repeating" and notice.stall.tool == "Read" and notice.stall.repeats == 3
     [stall] = seen_while_running
     assert stall is not None and getattr(stall, "repeats", 0) == 3
+    assert " · looping · " in status_lines[0]  # `run`'s status line on a terminal
     assert "[looping] it called Read with the same arguments 3 times in a row" in record.output_path.read_text()
     assert '"kind": "stalled"' in record.transcript.path.read_text()  # the dashboard shows it from there
     assert stall_of(record, after=0) is None  # a finished task is not stalled
