@@ -128,6 +128,7 @@ def _run_command(
                     as_json=getattr(namespace, "json", False),
                     answer=(getattr(namespace, "choice", None), getattr(namespace, "question", None)),
                     out=sys.stdout,
+                    stall_after=settings.stall_after,
                 )
             except KeyboardInterrupt:  # leaving `tasks tail` early
                 status = 130

@@ -87,6 +87,7 @@ async def show_dashboard(app: Subagents, sock: socket.socket) -> None:
         stop_here=app.tasks.stop_own,
         answer_here=answerer(app, person),
         resume=resumer(app),
+        stall_after=app.settings.stall_after,
     )
     print(
         f"mcp-subagents dashboard of {app.settings.state_dir} (every task, all principals):\n  {dashboard.access.url}",

@@ -72,7 +72,8 @@ async def _run(settings: Settings, agent: str | None, prompt: str, resume: str |
             else:
                 print(f"mcp-subagents: {inert(exc.message)}", file=err)
             return 1
-        progress = StatusLine(record, err) if err.isatty() else PlainProgress(err)
+        stall_after = app.settings.stall_after
+        progress = StatusLine(record, err, stall_after=stall_after) if err.isatty() else PlainProgress(err)
         stop_requests = await _follow(app, record, progress)
         if isinstance(progress, StatusLine):
             progress.clear()

@@ -11,16 +11,18 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from ..models.pricing import format_usd
 from ..render import outcome_text
-from ..render.envelopes import RecordedTask, recorded_task
+from ..render.envelopes import RecordedTask, recorded_task, stall_label, stall_text
 from ..render.inert import inert
 from ..render.questions import permission_message, waiting_text
-from ..render.rows import task_row
+from ..render.rows import DEFAULT_STALL_AFTER, task_row
+from ..render.tree import snapshot_entry, tree_lines
 from ..tasks.control import WHO, AnswerRequest, ControlError, request_answer, request_stop
 from ..tasks.files import (
     TaskLookupError,
@@ -30,6 +32,7 @@ from ..tasks.files import (
     output_path,
     read_task,
 )
+from ..tasks.tree import TreeReader
 
 FOLLOW_INTERVAL = 0.2
 """Seconds between looks at a followed task's files (`tail -f` does the same)."""
@@ -44,16 +47,19 @@ def tasks_command(
     as_json: bool,
     out: TextIO,
     answer: tuple[str | None, str | None] = (None, None),
+    stall_after: float = DEFAULT_STALL_AFTER,
 ) -> int:
-    """Run one `tasks` action; returns the exit status. `answer`: (allow|always|deny, question id or None)."""
+    """Run one `tasks` action; returns the exit status. `answer`: (allow|always|deny, question id or None);
+    `stall_after`: `--stall-after`, when a running task is shown as stalled."""
     try:
         match action:
             case "answer":
                 return _answer(state_dir, _snapshot(state_dir, task_id), answer[0] or "deny", answer[1], out=out)
             case "list":
-                return _list(state_dir, as_json=as_json, out=out)
+                return _list(state_dir, as_json=as_json, out=out, stall_after=stall_after)
             case "show":
-                return _show(_snapshot(state_dir, task_id), out=out)
+                snapshot = _snapshot(state_dir, task_id)
+                return _show(snapshot, out=out, stall_after=stall_after, tree=_tree(state_dir, snapshot))
             case "tail":
                 return _tail(state_dir, task_id, out=out)
             case _:
@@ -71,10 +77,11 @@ def _snapshot(state_dir: Path, task_id: str | None) -> TaskSnapshot:
     return snapshot
 
 
-def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
+def _list(state_dir: Path, *, as_json: bool, out: TextIO, stall_after: float) -> int:
     snapshots = list_tasks(state_dir)
     if as_json:
-        print(json.dumps([task_row(snapshot) for snapshot in snapshots], indent=2), file=out)
+        rows = [task_row(snapshot, stall_after=stall_after) for snapshot in snapshots]
+        print(json.dumps(rows, indent=2), file=out)
         return 0
     if not snapshots:
         print(f"No tasks in {state_dir}.", file=out)
@@ -90,7 +97,7 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
             f"{s.tokens:,}",
             "-" if s.cost_usd is None else format_usd(s.cost_usd),
             _duration(s.elapsed_s),
-            _field(s.header.description) + ("" if s.waiting is None else f"  [{waiting_text(s.waiting.question)}]"),
+            _field(s.header.description) + _flags(s, stall_after),
         )
         for s in snapshots
     ]
@@ -100,7 +107,34 @@ def _list(state_dir: Path, *, as_json: bool, out: TextIO) -> int:
     return 0
 
 
-def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
+def _flags(snapshot: TaskSnapshot, stall_after: float) -> str:
+    """What the list adds after a task's description: the question it waits on, or its stall."""
+    if snapshot.waiting is not None:
+        return f"  [{waiting_text(snapshot.waiting.question)}]"
+    stall = snapshot.stall(stall_after)
+    return "" if stall is None else f"  [{stall_label(stall)}: {stall_text(stall)}]"
+
+
+def _tree(state_dir: Path, snapshot: TaskSnapshot) -> list[str]:
+    """The lines `tasks show` gives the nested tasks: how many, and each with its figures (its subtree's)."""
+    subtasks = TreeReader(state_dir).subtasks(snapshot.task_id)
+    if not subtasks:
+        return []
+    outcome = snapshot.outcome
+    nested = outcome.counts.nested if outcome is not None and outcome.counts is not None else None
+    total = (
+        f"; with them: {snapshot.turns + nested.turns} turns, {snapshot.tool_uses + nested.tool_uses} tool uses "
+        "(the tokens and cost above include theirs)"
+        if nested is not None and nested.tasks
+        else " (their cost is in the figures above as they spend; their tokens once each ends)"
+    )
+    entries = tree_lines(snapshot_entry(level, child) for level, child in subtasks)
+    return ["", f"nested tasks: {len(subtasks)}{total}", *(f"  {line}" for line in entries)]
+
+
+def _show(
+    snapshot: TaskSnapshot, *, out: TextIO, stall_after: float = DEFAULT_STALL_AFTER, tree: Sequence[str] = ()
+) -> int:
     header = snapshot.header
     u = snapshot.usage
     cost = _cost_text(snapshot)
@@ -120,6 +154,8 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
         lines.append(f"resumed from: {_field(header.resumed_from)}")
     if snapshot.current_tools:
         lines.append(f"running now: {', '.join(_field(tool) for tool in snapshot.current_tools)}")
+    if (stall := snapshot.stall(stall_after)) is not None:
+        lines.append(f"{stall_label(stall)}: {stall_text(stall)}")
     if snapshot.waiting is not None:
         was = "was " if snapshot.state == "interrupted" else ""
         lines += ["", f"{was}{waiting_text(snapshot.waiting.question)}"]
@@ -130,7 +166,7 @@ def _show(snapshot: TaskSnapshot, *, out: TextIO) -> int:
         if not was:
             lines.append(f"  answer: mcp-subagents tasks answer {header.task_id} --allow | --always | --deny")
     transcript = snapshot.path
-    lines += [f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
+    lines += [*tree, f"output file: {output_path(transcript)}", f"transcript: {transcript}", ""]
     print("\n".join(lines), file=out)
     if snapshot.outcome is not None:
         print(inert(outcome_text(_record(snapshot, transcript), snapshot.outcome, max_chars=None)), file=out)

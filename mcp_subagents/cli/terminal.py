@@ -17,11 +17,13 @@ from ..core.errors import QuestionClosedError
 from ..models.pricing import format_usd
 from ..permissions.asking import CHOICES, Answer, Choice, OpenQuestion
 from ..render import denial_notes, describe_event, failure_message
+from ..render.envelopes import stall_label
 from ..render.inert import inert
 from ..render.questions import always_text, permission_message
 from ..render.status import answer_line
 from ..tasks.outcome import TaskOutcome
 from ..tasks.record import QuestionAnswered, TaskEvent, TaskRecord
+from ..tasks.stalls import stall_of
 
 if TYPE_CHECKING:
     from ..runtime.service import Subagents
@@ -50,9 +52,11 @@ def tokens_text(count: int) -> str:
 class StatusLine:
     """One line on a terminal that follows the task: turn, current tool, tokens, cost, elapsed time."""
 
-    def __init__(self, record: TaskRecord, out: TextIO) -> None:
+    def __init__(self, record: TaskRecord, out: TextIO, *, stall_after: float = 0.0) -> None:
+        """`stall_after`: `--stall-after`, after which a silent task shows `stalled` (0: only a loop shows)."""
         self._record = record
         self._out = out
+        self._stall_after = stall_after
         self._tool = ""
         self._frame = 0
         self._shown = False
@@ -89,6 +93,8 @@ class StatusLine:
                 parts.append(format_usd(cost))
         if record.resources.questions.waiting():
             parts.append("waiting for you")
+        elif (stall := stall_of(record, after=self._stall_after)) is not None:
+            parts.append(stall_label(stall))
         parts.append(f"{progress.elapsed():.0f} s")
         return " · ".join(parts)
 

@@ -81,6 +81,10 @@ class Settings:
     max_concurrent: int = 10
     task_timeout: float = 1800.0
     idle_timeout: float = 600.0
+    stall_after: float = 120.0
+    """Seconds without a model reply or tool result after which a running task is shown as stalled (0: never)."""
+    stall_timeout: float = 0.0
+    """Seconds a task may stay stalled (silent, or repeating one tool call) before it is stopped (0: never)."""
     foreground_deadline: float = 45.0
     ask_timeout: float = 3600.0
     """Seconds a permission question waits for the person's answer before the call is denied: long enough for work in
@@ -347,6 +351,20 @@ RUN_OPTIONS: tuple[Option, ...] = (
     Option("--task-timeout", "task_timeout", "wall-clock limit per task in seconds (default: 1800)", _seconds),
     Option(
         "--idle-timeout", "idle_timeout", "fail a task with no progress for this many seconds (default: 600)", _seconds
+    ),
+    Option(
+        "--stall-after",
+        "stall_after",
+        "show a running task as stalled after this many seconds without a model reply or tool result "
+        "(default: 120; 0 = never)",
+        _non_negative_seconds,
+    ),
+    Option(
+        "--stall-timeout",
+        "stall_timeout",
+        "stop a task that has been stalled, or has repeated the same tool call 3+ times in a row, for this many "
+        "seconds (default: 0 = never)",
+        _non_negative_seconds,
     ),
     Option(
         "--foreground-deadline",

@@ -33,11 +33,12 @@ from ..render import (
     stale_answer_text,
     task_error,
 )
+from ..render.envelopes import stall_label, stall_text
 from ..render.inert import inert
 from ..render.questions import waiting_text
 from ..render.status import still_running_text
 from ..runtime.service import Subagents
-from ..tasks.record import BudgetWarning, QuestionAsked, TaskEvent, TaskRecord
+from ..tasks.record import BudgetWarning, QuestionAsked, Stalled, TaskEvent, TaskRecord
 from .caller import principal_of
 from .elicitation import HostAsking, choice_of, permission_request, settle
 from .host_connection import can_elicit_form, is_modern, log_level_allows, offers_roots
@@ -302,6 +303,8 @@ class HostReporter:
             message = f"turn {event.turn}: budget: {budget_warning_text(event)}"
         elif isinstance(event, QuestionAsked):
             message = waiting_text(event.entry.question)
+        elif isinstance(event, Stalled):
+            message = f"{stall_label(event.stall)}: {stall_text(event.stall)}"
         else:
             message = None
         if message is not None:

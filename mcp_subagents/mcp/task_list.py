@@ -17,9 +17,13 @@ from ..permissions.asking import OpenQuestion
 from ..render import failure_message
 from ..render.inert import inert_values
 from ..render.questions import always_text, button_labels, permission_message, question_headline
+from ..render.rows import stall_row
 from ..render.status import end_notice_text
+from ..render.tree import record_entry, tree_rows
 from ..runtime.service import Subagents
+from ..tasks.outcome import Stall
 from ..tasks.record import TaskRecord
+from ..tasks.stalls import stall_of
 from .answer_tokens import ANSWER_TOKENS_META, AnswerTokens
 
 OUTPUT_LINES = 6
@@ -34,7 +38,15 @@ def task_list_call(app: Subagents, principal: str, tokens: AnswerTokens | None) 
     for record in tasks.tasks_of(principal):
         questions = tasks.open_questions(record) if record.parent is None and not record.finished else []
         recent, queue = tasks.recent_output(record, 800), tasks.queue_position(record)
-        entries.append(task_entry(record, recent_output=recent, queue=queue, questions=questions))
+        entry = task_entry(
+            record,
+            recent_output=recent,
+            queue=queue,
+            questions=questions,
+            stall=stall_of(record, after=app.settings.stall_after),
+        )
+        entry["tree"] = tree_rows([record_entry(level, child) for level, child in tasks.subtasks(record)])
+        entries.append(entry)
         if tokens is not None:
             issued |= {entry.id: tokens.issue(principal, entry.id) for entry in questions}
     result = task_list_result(entries)
@@ -49,8 +61,10 @@ def task_entry(
     recent_output: str,
     queue: tuple[int, int] | None,
     questions: Sequence[OpenQuestion] = (),
+    stall: Stall | None = None,
 ) -> dict[str, Any]:
-    """One task as the view shows it. `questions`: those its tree waits on (for a task the person launched)."""
+    """One task as the view shows it. `questions`: those its tree waits on (for a task the person launched);
+    `stall`: how it has stalled, if it has."""
     progress = record.progress
     usage = progress.usage
     outcome = record.outcome
@@ -83,6 +97,7 @@ def task_entry(
         "output": lines[-OUTPUT_LINES:],
         "questions": [question_entry(entry) for entry in questions],
         "end_notice": end_notice_text(record) if record.finished and record.parent is None else None,
+        "stall": stall_row(stall),
     }
 
 
@@ -135,5 +150,9 @@ def _entry_text(entry: dict[str, Any]) -> str:
         parts.append(entry["model"] + (f" ({entry['effort']})" if entry["effort"] else ""))
     lines = [f"{entry['task_id']} {entry['agent']}: {entry['description']} [{' · '.join(parts)}]"]
     lines += [f"    {question['headline']}" for question in entry["questions"]]
+    if entry.get("tree"):
+        lines.append(f"    nested tasks: {len(entry['tree'])} (their cost is in this task's)")
+    if entry["stall"] is not None:
+        lines.append(f"    {entry['stall']['label']}: {entry['stall']['text']}")
     lines += [f"    {line}" for line in entry["output"][-3:]]
     return "\n".join(lines)

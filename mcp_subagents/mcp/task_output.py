@@ -12,6 +12,7 @@ from mcp.server import ServerRequestContext
 from ..core.errors import SubagentsError
 from ..render.status import status_text
 from ..runtime.service import Subagents
+from ..tasks.stalls import stall_of
 from .caller import principal_of
 from .foreground import HostReporter, TaskCallResult, questions_round, round_state, settle_round, wait_on_task
 from .host_connection import can_elicit_form, is_modern
@@ -48,5 +49,6 @@ async def task_output_call(
         max_result_chars=app.settings.max_result_chars,
         subtasks=app.tasks.subtasks(record),
         questions=[] if record.finished else app.tasks.open_questions(record),
+        stall=stall_of(record, after=app.settings.stall_after),
     )
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=record.is_error)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ..core.messages import Usage
 from ..permissions.asking import Denial, PermissionQuestion
-from ..tasks.outcome import RunCounts, TaskOutcome
+from ..tasks.outcome import NestedCounts, RunCounts, Stall, TaskOutcome
 from ..tasks.transcripts import TranscriptHeader
+from .inert import inert
 from .questions import waiting_text
 
 
@@ -82,6 +83,7 @@ class RunStats:
     model: str = ""
     """The model id the task ran on ("" when not known)."""
     effort: str | None = None
+    nested: NestedCounts = field(default_factory=NestedCounts)
 
 
 def usd_value(cost: float) -> str:
@@ -94,8 +96,14 @@ def usage_line(stats: RunStats) -> str:
     cost = "" if stats.cost_usd is None else f"cost_usd: {usd_value(stats.cost_usd)}; "
     ran = f"model: {stats.model}; " if stats.model else ""
     ran += f"effort: {stats.effort}; " if stats.effort else ""
+    nested = stats.nested
+    below = (
+        f"nested_tasks: {nested.tasks}; nested_turns: {nested.turns}; nested_tool_uses: {nested.tool_uses}; "
+        if nested.tasks
+        else ""
+    )
     return (
-        f"<usage>task_id: {stats.task_id}; {ran}turns: {stats.turns}; tool_uses: {stats.tool_uses}; "
+        f"<usage>task_id: {stats.task_id}; {ran}turns: {stats.turns}; tool_uses: {stats.tool_uses}; {below}"
         f"input_tokens: {u.input_tokens}; output_tokens: {u.output_tokens}; "
         f"cache_creation_tokens: {u.cache_creation_tokens}; cache_read_tokens: {u.cache_read_tokens}; "
         f"{cost}duration_ms: {round(stats.duration_s * 1000)}</usage>"
@@ -160,8 +168,29 @@ def failure_message(outcome: TaskOutcome) -> str:
             return f"Task made no progress (no model reply or tool result) for {outcome.limit_s:g} s"
         case "budget":
             return _budget_message(outcome)
+        case "stalled" if outcome.stall is not None:
+            return f"Task stopped after {outcome.limit_s:g} s stalled (--stall-timeout): {stall_text(outcome.stall)}"
         case _:
             return outcome.error
+
+
+def stall_label(stall: Stall) -> str:
+    return "looping" if stall.kind == "repeating" else "stalled"
+
+
+def stall_text(stall: Stall) -> str:
+    """What a stalled task has been doing, or not, and for how long (model and tool names are made inert)."""
+    if stall.kind == "repeating":
+        return (
+            f"it called {inert(stall.tool, one_line=True)} with the same arguments {stall.repeats} times in a row "
+            f"({_seconds(stall.seconds)} without other progress)"
+        )
+    running = f" while {inert(stall.tool, one_line=True)} runs" if stall.tool else ""
+    return f"no model reply or tool result for {_seconds(stall.seconds)}{running}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
 
 
 def _budget_message(outcome: TaskOutcome) -> str:
@@ -215,6 +244,7 @@ def _stats(record: TaskIdentity, counts: RunCounts) -> RunStats:
         usage=counts.usage,
         duration_s=counts.duration_s,
         cost_usd=counts.cost_usd,
+        nested=counts.nested,
     )
 
 

@@ -6,11 +6,16 @@ from dataclasses import asdict
 from typing import Any
 
 from ..tasks.files import TaskSnapshot, WaitingQuestion
+from ..tasks.outcome import Stall
+from ..tasks.record import TaskLimits
+from .envelopes import stall_label, stall_text
 from .questions import always_text, button_labels, permission_message, question_headline
 
+DEFAULT_STALL_AFTER = TaskLimits().stall_after
 
-def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
-    """One task for `tasks list --json` and the dashboard's API."""
+
+def task_row(snapshot: TaskSnapshot, *, stall_after: float = DEFAULT_STALL_AFTER) -> dict[str, Any]:
+    """One task for `tasks list --json` and the dashboard's API; `stall_after`: `--stall-after`."""
     header = snapshot.header
     return {
         "task_id": header.task_id,
@@ -36,7 +41,26 @@ def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "last_text": snapshot.last_text[-500:],
         "pid": header.pid,
         "waiting": None if snapshot.waiting is None else waiting_row(snapshot.waiting),
+        "parent_task_id": header.parent,
+        "active_at": snapshot.active_at,
+        "stall_after": stall_after,
+        "stall": stall_row(snapshot.stall(stall_after)),
+        "nested": _nested(snapshot),
     }
+
+
+def _nested(snapshot: TaskSnapshot) -> dict[str, int] | None:
+    """How many tasks ran below a finished task, and their turns and tool uses (its tokens and cost include
+    theirs); None while it runs."""
+    outcome = snapshot.outcome
+    return asdict(outcome.counts.nested) if outcome is not None and outcome.counts is not None else None
+
+
+def stall_row(stall: Stall | None) -> dict[str, Any] | None:
+    """A task's stall as the views show it (None when it is not stalled)."""
+    if stall is None:
+        return None
+    return {**asdict(stall), "seconds": round(stall.seconds, 1), "label": stall_label(stall), "text": stall_text(stall)}
 
 
 def waiting_row(waiting: WaitingQuestion) -> dict[str, Any]:

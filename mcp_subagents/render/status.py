@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 from ..agent.loop import Compacted, ModelResponded, ToolFinished, ToolStarted
 from ..permissions.asking import Answer, OpenQuestion
-from ..tasks.outcome import TaskOutcome
-from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, TaskEvent, TaskRecord
-from .envelopes import escape_attribute, outcome_text, usd_value
+from ..tasks.outcome import Stall, TaskOutcome
+from ..tasks.record import BudgetWarning, QuestionAnswered, QuestionAsked, Stalled, TaskEvent, TaskRecord
+from .envelopes import escape_attribute, outcome_text, stall_label, stall_text, usd_value
 from .inert import inert
 from .questions import question_headline, waiting_text
+from .tree import record_entry, tree_lines
 
 
 def launched_text(record: TaskRecord) -> str:
@@ -47,9 +48,10 @@ def status_text(
     max_result_chars: int,
     subtasks: Sequence[tuple[int, TaskRecord]] = (),
     questions: Sequence[OpenQuestion] = (),
+    stall: Stall | None = None,
 ) -> str:
-    """TaskOutput's answer: where the task stands, the questions it waits on, the subagents it launched, then its
-    result or its output so far."""
+    """TaskOutput's answer: where the task stands, the questions it waits on, how it stalled (if it has), the
+    subagents it launched, then its result or its output so far."""
     state = "waiting" if questions and not record.finished else record.state
     lines = [f"<task_id>{record.id}</task_id>", f"<agent>{record.agent}</agent>", *_ran(record)]
     lines.append(f"<status>{state}</status>")
@@ -59,15 +61,14 @@ def status_text(
     if record.parent is not None:
         lines.append(f"<parent_task_id>{record.parent}</parent_task_id>")
     if subtasks:
-        tree = "\n".join(
-            f"{'  ' * (level - 1)}- {child.id} {child.agent}: {child.description} [{child.state}]"
-            for level, child in subtasks
-        )
+        tree = "\n".join(tree_lines(record_entry(level, child) for level, child in subtasks))
         lines.append(f"<subtasks>\n{tree}\n</subtasks>")
     if queue is not None:
         lines.append(f"<queue_position>{queue[0]} of {queue[1]}</queue_position>")
     elif record.active:
         lines.append(f"<progress>{progress_text(record)}</progress>")
+    if stall is not None and not record.finished:
+        lines.append(f'<stalled kind="{stall_label(stall)}">{escape_attribute(stall_text(stall))}</stalled>')
     if record.outcome is not None:
         lines.append(outcome_text(record, record.outcome, max_chars=max_result_chars))
     else:
@@ -111,9 +112,11 @@ def progress_text(record: TaskRecord) -> str:
     tokens = progress.usage.total_tokens
     cost = record.cost_usd()
     spent = "" if cost is None else f", cost_usd {usd_value(cost)}"
+    launched = len(record.children)
+    nested = f", {launched} nested task(s) launched (their cost included)" if launched else ""
     return (
         f"turn {progress.turn} of {progress.max_turns}, {progress.tool_uses} tool use(s), {tokens} tokens{spent}, "
-        f"{progress.elapsed():.0f} s"
+        f"{progress.elapsed():.0f} s{nested}"
     )
 
 
@@ -180,6 +183,8 @@ def describe_event(event: TaskEvent) -> str | None:
         return f"[waiting] {waiting_text(event.entry.question)}\n"
     if isinstance(event, QuestionAnswered):
         return f"[answered] {answer_line(event.answer)}\n"
+    if isinstance(event, Stalled):
+        return f"[{stall_label(event.stall)}] {stall_text(event.stall)}\n"
     if isinstance(event, Compacted):
         why = "it passed the compaction threshold" if event.reason == "threshold" else "the model found it too long"
         return f"[turn {event.turn}] conversation of {event.replaced} messages summarised ({why})\n"

@@ -311,4 +311,5 @@ class Extender:
         assert outcome is not None
         if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
             parent.resources.descendant_usage += outcome.counts.usage
+            parent.resources.descendant_counts = parent.resources.descendant_counts.plus(outcome.counts)
         return child, outcome

@@ -155,6 +155,8 @@ class Subagents:
                 idle_timeout=settings.idle_timeout,
                 max_result_chars=settings.max_result_chars,
                 ask_timeout=settings.ask_timeout,
+                stall_after=settings.stall_after,
+                stall_timeout=settings.stall_timeout,
             ),
             texts=OUTPUT_FILE_TEXTS,
             secrets=secret_values(self.environ),

@@ -3,8 +3,9 @@ task, a `chat` span per model request and an `execute_tool` span per tool call, 
 
 Off by default. `--otel` (`pip install 'mcp-subagents[otel]'`) turns it on; only then is this module imported.
 A task's span is a child of the request that launched it, so a host that sends `traceparent` in the request's
-`_meta` sees the subagent inside its own trace. Export goes where the standard `OTEL_*` variables say (OTLP over
-HTTP by default; `OTEL_TRACES_EXPORTER=console` prints spans to stderr).
+`_meta` sees the subagent inside its own trace; a nested task's span is a child of its parent task's span. Export
+goes where the standard `OTEL_*` variables say (OTLP over HTTP by default; `OTEL_TRACES_EXPORTER=console` prints
+spans to stderr).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class TaskTracer:
     def __init__(self, provider: trace.TracerProvider, *, provider_name: str = "") -> None:
         self._tracer = provider.get_tracer("mcp-subagents", __version__)
         self._provider_name = provider_name
+        self._open: dict[str, _TaskSpans] = {}
+        """The spans of the tasks still running, by task id: a nested task's span is opened under its parent's."""
 
     def started(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> Listener:
         """Open the task's span (parented on the launching request) and return the listener for its events."""
@@ -81,13 +84,21 @@ class TaskTracer:
             f"invoke_agent {record.agent}",
             kind=SpanKind.INTERNAL,
             attributes=attributes,
-            context=parent_context(trace_meta),
+            context=self._parent_task_context(record) or parent_context(trace_meta),
         )
         spans = _TaskSpans(self._tracer, span, record, self._provider_name)
         record.resources.telemetry = spans
+        self._open[record.id] = spans
         return spans.on_event
 
+    def _parent_task_context(self, record: TaskRecord) -> otel_context.Context | None:
+        """The span of the task whose agent launched `record` (it runs until its nested tasks end); None for a task
+        a host launched."""
+        parent = self._open.get(record.parent) if record.parent is not None else None
+        return None if parent is None else parent.context()
+
     def finished(self, record: TaskRecord, outcome: TaskOutcome) -> None:
+        self._open.pop(record.id, None)
         spans = record.resources.telemetry
         if isinstance(spans, _TaskSpans):
             spans.finish(outcome)
@@ -119,6 +130,10 @@ class _TaskSpans:
         return self._tracer.start_span(
             name, kind=kind, attributes=attributes, context=trace.set_span_in_context(self._span)
         )
+
+    def context(self) -> otel_context.Context:
+        """A context whose current span is the task's: what its nested tasks' spans start under."""
+        return trace.set_span_in_context(self._span)
 
     async def on_event(self, event: TaskEvent) -> None:
         if isinstance(event, TurnStarted):

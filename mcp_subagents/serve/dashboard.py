@@ -22,6 +22,7 @@ import secrets
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,13 +37,14 @@ from ..core.errors import QuestionClosedError, SubagentsError
 from ..models.pricing import PriceTable
 from ..permissions.asking import CHOICES, Choice
 from ..render.inert import inert_values, well_formed
-from ..render.rows import task_row
+from ..render.rows import DEFAULT_STALL_AFTER
 from ..render.web import web_file
 from ..runtime.answers import Receipt
 from ..tasks.control import PLACES, QUESTION_ID, AnswerRequest, ControlError, request_answer, request_stop
 from ..tasks.files import TaskLookupError, TaskSnapshot, find_task, read_task
+from ..tasks.tree import TreeReader
 from .asgi import serve_until_cancelled
-from .dashboard_data import TaskRows, TranscriptFollower, state_signature
+from .dashboard_data import TaskRows, TranscriptFollower, state_signature, task_page_row
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +119,10 @@ class Dashboard:
         stop_here: Stopper | None = None,
         answer_here: Answerer | None = None,
         resume: Resumer | None = None,
+        stall_after: float = DEFAULT_STALL_AFTER,
     ) -> None:
-        """`person`: who the answers given here are recorded as given by (the user who runs the dashboard)."""
+        """`person`: who the answers given here are recorded as given by (the user who runs the dashboard);
+        `stall_after`: `--stall-after`, when a running task is shown as stalled."""
         self.state_dir = state_dir
         self.access = DashboardAccess(port=port, token=secrets.token_urlsafe(32))
         self._person = person
@@ -126,6 +130,7 @@ class Dashboard:
         self._stop_here = stop_here
         self._answer_here = answer_here
         self._resume = resume
+        self._stall_after = stall_after
 
     def app(self) -> ASGIApp:
         routes = [
@@ -169,7 +174,8 @@ class Dashboard:
     async def _tasks(self, request: Request) -> Response:
         if not self._authorized(request):
             return _forbidden()
-        rows = await anyio.to_thread.run_sync(TaskRows(self.state_dir, self._prices).rows)
+        listing = TaskRows(self.state_dir, self._prices, stall_after=self._stall_after)
+        rows = await anyio.to_thread.run_sync(listing.rows)
         return _shown({"tasks": rows})
 
     def _task_path(self, request: Request) -> Path | Response:
@@ -192,7 +198,9 @@ class Dashboard:
         if snapshot is None:
             return _shown({"error": "no such task"}, status_code=404)
         items = TranscriptFollower(path).new_items(snapshot)
-        return _shown({"task": task_row(snapshot), "items": items})
+        tree = TreeReader(self.state_dir, self._prices)
+        row = await anyio.to_thread.run_sync(partial(task_page_row, snapshot, tree, stall_after=self._stall_after))
+        return _shown({"task": row, "items": items})
 
     async def _events(self, request: Request) -> Response:
         if not self._authorized(request):
@@ -201,7 +209,7 @@ class Dashboard:
 
     async def _task_list_events(self) -> AsyncIterator[str]:
         seen: tuple[tuple[str, int, int], ...] | None = None
-        listing = TaskRows(self.state_dir, self._prices)
+        listing = TaskRows(self.state_dir, self._prices, stall_after=self._stall_after)
         quiet = 0.0
         while True:
             signature = await anyio.to_thread.run_sync(state_signature, self.state_dir)
@@ -223,13 +231,16 @@ class Dashboard:
         return _event_stream(self._follow(path))
 
     async def _follow(self, path: Path) -> AsyncIterator[str]:
-        follower = TranscriptFollower(path)
+        follower, tree = TranscriptFollower(path), TreeReader(self.state_dir, self._prices)
         last_row: dict[str, Any] | None = None
         quiet = 0.0
         while True:
             snapshot = await anyio.to_thread.run_sync(read_task, path, self._prices)
             items = follower.new_items(snapshot)
-            row = task_row(snapshot) if snapshot is not None else None
+            row = None
+            if snapshot is not None:
+                page_row = partial(task_page_row, snapshot, tree, stall_after=self._stall_after)
+                row = await anyio.to_thread.run_sync(page_row)
             if items:
                 yield _event("items", {"items": items})
             if row != last_row:

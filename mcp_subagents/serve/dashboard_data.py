@@ -16,10 +16,12 @@ from ..permissions.asking import Answer, AnswerKind, PermissionQuestion
 from ..render import outcome_text
 from ..render.envelopes import recorded_task
 from ..render.questions import question_headline
-from ..render.rows import task_row
+from ..render.rows import DEFAULT_STALL_AFTER, task_row
 from ..render.status import answer_line
+from ..render.tree import snapshot_entry, tree_rows
 from ..tasks.files import TaskSnapshot, output_path, read_task, transcripts_dir
 from ..tasks.outcome import decode_outcome
+from ..tasks.tree import TreeReader
 
 MAX_RESULT_CHARS = 20_000
 """A tool result longer than this is cut in the page (the transcript file keeps all of it)."""
@@ -29,9 +31,10 @@ class TaskRows:
     """The task list, re-reading only the transcripts that changed since the last look (a finished task's file no
     longer changes; an unfinished one is read again each time, since its process may have died)."""
 
-    def __init__(self, state_dir: Path, prices: PriceTable) -> None:
+    def __init__(self, state_dir: Path, prices: PriceTable, *, stall_after: float = DEFAULT_STALL_AFTER) -> None:
         self._state_dir = state_dir
         self._prices = prices
+        self._stall_after = stall_after
         self._known: dict[Path, tuple[tuple[int, int], TaskSnapshot]] = {}
 
     def rows(self) -> list[dict[str, Any]]:
@@ -52,7 +55,15 @@ class TaskRows:
                 snapshots.append(snapshot)
         self._known = seen
         snapshots.sort(key=lambda snapshot: snapshot.header.created, reverse=True)
-        return [task_row(snapshot) for snapshot in snapshots]
+        return [task_row(snapshot, stall_after=self._stall_after) for snapshot in snapshots]
+
+
+def task_page_row(snapshot: TaskSnapshot, tree: TreeReader, *, stall_after: float) -> dict[str, Any]:
+    """A task as its page shows it: its row, with the nested tasks below it (each with its subtree's figures).
+    Reads their transcripts: for a worker thread."""
+    row = task_row(snapshot, stall_after=stall_after)
+    row["tree"] = tree_rows([snapshot_entry(level, child) for level, child in tree.subtasks(snapshot.task_id)])
+    return row
 
 
 def state_signature(state_dir: Path) -> tuple[tuple[str, int, int], ...]:

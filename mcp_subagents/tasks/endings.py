@@ -7,7 +7,7 @@ import logging
 
 from ..agent.loop import RunResult
 from ..core.errors import BudgetExceededError, SubagentsError, TurnsSpentError
-from .outcome import FailureKind, RunCounts, TaskOutcome
+from .outcome import FailureKind, RunCounts, Stall, TaskOutcome
 from .record import TaskRecord
 
 logger = logging.getLogger("mcp_subagents.tasks.manager")
@@ -21,6 +21,7 @@ def counts(record: TaskRecord) -> RunCounts:
         usage=progress.usage + record.resources.descendant_usage,
         duration_s=progress.elapsed(),
         cost_usd=record.cost_usd(),
+        nested=record.resources.descendant_counts,
     )
 
 
@@ -32,6 +33,7 @@ def completed(record: TaskRecord, result: RunResult) -> TaskOutcome:
         usage=result.usage + record.resources.descendant_usage,
         duration_s=result.duration_s,
         cost_usd=cost,
+        nested=record.resources.descendant_counts,
     )
     return TaskOutcome(
         state="completed",
@@ -89,6 +91,18 @@ def timed_out(record: TaskRecord, which: FailureKind, limit: float) -> TaskOutco
         counts=counts(record),
         failure=which,
         limit_s=limit,
+        denials=tuple(record.resources.denials),
+    )
+
+
+def stalled(record: TaskRecord, stall: Stall, limit: float) -> TaskOutcome:
+    """Stopped by `--stall-timeout`: no progress, or the same call over and over, for `limit` seconds."""
+    return TaskOutcome(
+        state="failed",
+        counts=counts(record),
+        failure="stalled",
+        limit_s=limit,
+        stall=stall,
         denials=tuple(record.resources.denials),
     )
 

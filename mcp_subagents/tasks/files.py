@@ -19,7 +19,9 @@ from ..core.processes import process_alive
 from ..core.state import TASK_ID
 from ..models.pricing import PriceTable
 from ..permissions.asking import PermissionQuestion
-from .outcome import TaskOutcome
+from .outcome import Stall, TaskOutcome
+from .record import REPEATED_CALLS, CallRepeats
+from .stalls import count_call, waits_for_nested
 from .transcripts import TranscriptHeader, TranscriptWriter, entries, read_summary
 
 MIN_PREFIX = 6
@@ -70,6 +72,25 @@ class TaskSnapshot:
     """The question the task waits on (or waited on when it was interrupted); None when there is none."""
     prompt_line: str = ""
     """The first line of the prompt the task was given (for a resumed task, its new one); empty until it starts."""
+    active_at: float = 0.0
+    """When the task last wrote to its transcript or its output file (a model reply, a tool call or result)."""
+    repeats: CallRepeats = field(default_factory=CallRepeats)
+    """The run of identical tool calls its latest call belongs to (`since`: wall-clock time, roughly)."""
+
+    def stall(self, after: float, now: float | None = None) -> Stall | None:
+        """As `stalls.stall_of` tells it of a live task, from the files: repeating itself, or silent for `after`
+        seconds (0: never); None unless it is running (a task waiting for its person is not stalled, nor one whose
+        nested task runs: the files of the nested task show its own stall)."""
+        if self.state != "running":
+            return None
+        now = time.time() if now is None else now
+        if self.repeats.count >= REPEATED_CALLS:
+            repeats = self.repeats
+            return Stall(kind="repeating", seconds=now - repeats.since, tool=repeats.tool, repeats=repeats.count)
+        silent = max(0.0, now - self.active_at)
+        if after > 0 and silent >= after and not waits_for_nested(self.current_tools):
+            return Stall(kind="silent", seconds=silent, tool=", ".join(self.current_tools))
+        return None
 
     @property
     def task_id(self) -> str:
@@ -138,6 +159,8 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
         points=tuple(seen.points),
         waiting=waiting,
         prompt_line=seen.prompt_line,
+        active_at=max(_mtime(path), _mtime(output_path(path))),
+        repeats=seen.repeats,
     )
 
 
@@ -158,6 +181,9 @@ class _Lines:
     last_text: str = ""
     points: list[UsagePoint] = field(default_factory=lambda: [])
     prompt_line: str = ""
+    repeats: CallRepeats = field(default_factory=CallRepeats)
+    last_at: float = 0.0
+    """The time of the latest usage line: about when the model's latest reply came."""
 
     def read(self, entry: dict[str, Any]) -> None:
         kind = entry.get("type")
@@ -167,7 +193,7 @@ class _Lines:
             self.turns = max(self.turns, json_int(entry.get("turn")))
             self.usage = _usage(entry.get("usage"))
             self.cost = _float(entry.get("cost_usd"))
-            at = _float(entry.get("at")) or 0.0
+            at = self.last_at = _float(entry.get("at")) or 0.0
             self.points.append(UsagePoint(at=at, turn=self.turns, tokens=self.usage.total_tokens, cost_usd=self.cost))
         elif kind == "denial":
             self.denials += 1
@@ -187,6 +213,7 @@ class _Lines:
                 # prompt is the first one after the start.
                 if typed.get("role") == "user" and self.started is not None and not self.prompt_line:
                     self.prompt_line = first_line(str(typed.get("content", "")))
+                _count_repeats(typed, self.repeats, self.last_at)
 
 
 def list_tasks(state_dir: Path, prices: PriceTable | None = None) -> list[TaskSnapshot]:
@@ -260,6 +287,14 @@ def _calls(message: dict[str, Any]) -> int:
     if message.get("role") != "assistant":
         return 0
     return sum(1 for part in json_objects(message.get("parts")) if part.get("kind") == "tool_call")
+
+
+def _count_repeats(message: dict[str, Any], repeats: CallRepeats, at: float) -> None:
+    if message.get("role") != "assistant":
+        return
+    for part in json_objects(message.get("parts")):
+        if part.get("kind") == "tool_call":
+            count_call(repeats, str(part.get("name")), part.get("arguments"), at)
 
 
 def _waiting_question(entry: dict[str, Any]) -> WaitingQuestion | None:

@@ -38,6 +38,7 @@ def load_finished(task_id: str, output_dir: Path, redact: Redactor) -> TaskRecor
         outcome=outcome,
         parent=header.parent,
         children=list(summary.children),
+        model=header.model,
     )
     record.done.set()
     return record

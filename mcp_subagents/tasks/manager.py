@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from ..agent.loop import Compacted, MessageAppended, ModelResponded, ToolFinished, ToolStarted, TurnStarted
+from ..agent.loop import Compacted, MessageAppended, ModelResponded, RunResult, ToolFinished, ToolStarted, TurnStarted
 from ..core.errors import SubagentsError, TaskNotFoundError
 from ..core.messages import Message
 from ..core.principals import LOCAL_PRINCIPAL
@@ -27,7 +27,7 @@ from ..core.redaction import Redactor
 from ..core.state import AppendFile
 from ..models.pricing import ModelPrice
 from ..permissions.asking import Answer, OpenQuestion, PermissionQuestion
-from .endings import cancelled, completed, failed, timed_out
+from .endings import cancelled, completed, failed, stalled, timed_out
 from .finished import close_interrupted_transcripts, load_finished
 from .outcome import TaskOutcome, redacted
 from .questions import ask_person, limits_paused
@@ -37,6 +37,7 @@ from .record import (
     Listener,
     QuestionAnswered,
     QuestionAsked,
+    Stalled,
     TaskBudget,
     TaskEvent,
     TaskLimits,
@@ -47,6 +48,7 @@ from .record import (
 )
 from .release import MemoryRelease
 from .slots import Lender, Slots
+from .stalls import StallWatch, note_call
 from .texts import TaskTexts
 from .transcripts import TranscriptHeader, TranscriptWriter
 from .tree_limits import before_request, budgets_to_warn, check_allowance, check_budgets, pass_cost_up, price_notes
@@ -417,25 +419,29 @@ class TaskManager:
         return await self._run_with_limits(record, job)
 
     async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
-        """Run the job under the wall-clock and idle limits, each a cancel scope; every run event resets idle's."""
-        now = anyio.current_time()
-        with anyio.CancelScope(deadline=now + self.limits.task_timeout) as clock:
+        """Run the job under the wall-clock and idle limits, each a cancel scope (every run event resets idle's),
+        and under the stall watch."""
+        now, limits, watch = anyio.current_time(), self.limits, StallWatch(record, self.limits, self._tell)
+        with anyio.CancelScope(deadline=now + limits.task_timeout) as clock:
             record.clock = clock
-            with anyio.CancelScope(deadline=now + self.limits.idle_timeout) as idle:
+            with anyio.CancelScope(deadline=now + limits.idle_timeout) as idle:
                 record.idle = idle
+                result: RunResult | None = None
                 try:
-                    check_allowance(
-                        self.lineage(record)
-                    )  # a tree that has spent it starts nothing: no servers, no hooks
-                    check_budgets(record, self.lineage(record))
-                    result = await job(record, partial(self._on_event, record))
+                    with watch.running(self._group), watch.scope:
+                        check_allowance(self.lineage(record))  # a tree that has spent it starts nothing
+                        check_budgets(record, self.lineage(record))
+                        result = await job(record, partial(self._on_event, record))
                 except Exception as exc:
                     return failed(record, exc)
                 finally:
                     record.idle = record.clock = None
+                if result is None and watch.stopped is not None:  # the watch cancelled the run
+                    return stalled(record, watch.stopped, limits.stall_timeout)
+                assert result is not None
                 return completed(record, result)
-            return timed_out(record, "idle", self.limits.idle_timeout)
-        return timed_out(record, "wall_clock", self.limits.task_timeout)
+            return timed_out(record, "idle", limits.idle_timeout)
+        return timed_out(record, "wall_clock", limits.task_timeout)
 
     async def _on_event(self, record: TaskRecord, event: TaskEvent) -> None:
         """Raises:
@@ -444,7 +450,9 @@ class TaskManager:
         """
         if isinstance(event, TurnStarted):
             before_request(record, self.lineage(record))
-        self._keep_busy(record)
+        if not isinstance(event, Stalled):  # a notice that nothing happens is not something happening
+            self._keep_busy(record)
+        repeating = note_call(record.progress, event, time.monotonic())
         spent = self._track(record, event)
         if spent:
             progress = record.progress
@@ -459,6 +467,8 @@ class TaskManager:
                 await listener(event)
             except Exception:
                 logger.exception("a task listener failed; the task goes on")
+        if repeating is not None:
+            await self._tell(record, repeating)
         if spent:
             check_budgets(record, self.lineage(record))
             for holder, spent, budget in budgets_to_warn(self.lineage(record)):
@@ -515,8 +525,10 @@ class TaskManager:
             self._write_transcript(record.transcript.notice, "budget_warning", self._texts.budget_warning(event))
         elif isinstance(event, QuestionAsked):
             self._write_transcript(record.transcript.question, event.entry)
-        elif isinstance(event, QuestionAnswered):  # pyright: ignore[reportUnnecessaryIsInstance]
+        elif isinstance(event, QuestionAnswered):
             self._write_transcript(record.transcript.answer, event.entry, event.answer)
+        elif isinstance(event, Stalled):  # pyright: ignore[reportUnnecessaryIsInstance]
+            self._write_transcript(record.transcript.notice, "stalled", (self._texts.event_line(event) or "").strip())
         return False
 
     def _record_new_denials(self, record: TaskRecord) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal, TypeAlias
 
@@ -17,17 +17,53 @@ from ..permissions.asking import Denial, PermissionQuestion
 
 FinishedState: TypeAlias = Literal["completed", "failed", "stopped", "interrupted"]
 FINISHED_STATES: frozenset[FinishedState] = frozenset({"completed", "failed", "stopped", "interrupted"})
-FailureKind: TypeAlias = Literal["error", "wall_clock", "idle", "budget"]
+FailureKind: TypeAlias = Literal["error", "wall_clock", "idle", "budget", "stalled"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Stall:
+    """A running task that has made no real progress: `silent` (no model reply or tool result) or `repeating` (the
+    same tool call with the same arguments, `REPEATED_CALLS` or more times in a row)."""
+
+    kind: Literal["silent", "repeating"]
+    seconds: float
+    """How long: since its last event (silent), or since the first of the repeated calls (repeating)."""
+    tool: str = ""
+    """repeating: the tool called again and again; silent: the tools running meanwhile, comma-separated ("" for
+    none: the model has not answered)."""
+    repeats: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NestedCounts:
+    """What the tasks a task's agent launched, and theirs, counted: the tokens and cost are in the task's own
+    `usage` and `cost_usd` already."""
+
+    tasks: int = 0
+    turns: int = 0
+    tool_uses: int = 0
+
+    def plus(self, child: RunCounts) -> NestedCounts:
+        """These counts and a finished nested task's, with the tasks below it."""
+        return NestedCounts(
+            tasks=self.tasks + 1 + child.nested.tasks,
+            turns=self.turns + child.turns + child.nested.turns,
+            tool_uses=self.tool_uses + child.tool_uses + child.nested.tool_uses,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunCounts:
     turns: int
+    """The task's own model requests (`nested.turns` has those of the tasks below it)."""
     tool_uses: int
     usage: Usage
+    """Tokens of the task and of every task below it."""
     duration_s: float
     cost_usd: float | None = None
-    """What the tokens cost in USD; None when the model has no price."""
+    """What the task and every task below it cost in USD; None when the model has no price."""
+    nested: NestedCounts = field(default_factory=NestedCounts)
+    """The tasks below it (none for a transcript written before they were counted)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +81,8 @@ class TaskOutcome:
     """failed with an error: what went wrong."""
     limit_s: float = 0.0
     """failed on a time limit: the limit in seconds."""
+    stall: Stall | None = None
+    """failed on `--stall-timeout`: the stall that lasted that long."""
     budget_usd: float = 0.0
     """failed on its budget: the budget in USD (what it spent is `counts.cost_usd`)."""
     budget_source: str = ""

@@ -8,6 +8,7 @@ later questions of the tree are denied at once, until a host calls about the tas
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import ExitStack, contextmanager
 
@@ -60,6 +61,8 @@ def _idle_paused(record: TaskRecord, idle_timeout: float) -> Generator[None]:
         yield
     finally:
         resources.idle_holds -= 1
+        if resources.idle_holds == 0:
+            record.progress.last_activity = time.monotonic()  # its silence starts now, not before the wait
         if resources.idle_holds == 0 and record.idle is not None:
             record.idle.deadline = anyio.current_time() + idle_timeout
 

@@ -18,7 +18,7 @@ from ..core.principals import LOCAL_PRINCIPAL
 from ..models.pricing import ModelPrice, SideSpend
 from ..permissions.asking import Answer, Denial, OpenQuestion, PermissionQuestion, QuestionBoard
 from ..tools.base import ProcessGroups
-from .outcome import FINISHED_STATES, ServerProblem, TaskOutcome
+from .outcome import FINISHED_STATES, NestedCounts, ServerProblem, Stall, TaskOutcome
 from .slots import Lender
 from .transcripts import TranscriptHeader, TranscriptWriter
 
@@ -77,7 +77,18 @@ class QuestionAnswered:
     answer: Answer
 
 
-TaskEvent: TypeAlias = RunEvent | BudgetWarning | QuestionAsked | QuestionAnswered
+REPEATED_CALLS = 3
+"""The same tool call with the same arguments this many times in a row flags the task as repeating itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stalled:
+    """The task has gone `--stall-after` seconds without progress, or has just started repeating a call."""
+
+    stall: Stall
+
+
+TaskEvent: TypeAlias = RunEvent | BudgetWarning | QuestionAsked | QuestionAnswered | Stalled
 """What a task's listeners receive: the run's own events and the task manager's notices."""
 Listener = Callable[[TaskEvent], Awaitable[None]]
 Job = Callable[["TaskRecord", Listener], Awaitable[RunResult]]
@@ -100,6 +111,21 @@ class TaskLimits:
     ask_timeout: float = 3600.0
     """How long a permission question waits for the person's answer; the task's idle and wall-clock limits stop
     meanwhile."""
+    stall_after: float = 120.0
+    """A running task without a model reply or tool result for this long is shown as stalled (0: never)."""
+    stall_timeout: float = 0.0
+    """A task stalled (silent or repeating a call) for this long is stopped (0: never)."""
+
+
+@dataclass(slots=True)
+class CallRepeats:
+    """The run of identical tool calls the task's latest call belongs to."""
+
+    signature: int | None = None
+    tool: str = ""
+    count: int = 0
+    since: float = 0.0
+    """`time.monotonic()` when the first call of the run started."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -119,6 +145,7 @@ class TaskProgress:
     """The latest text the model wrote: the result of a task stopped when its tree's `max_turns` ran out."""
     cost_passed_up: float = 0.0
     """How much of its own cost the task has added to its ancestors' `descendant_cost`."""
+    repeats: CallRepeats = field(default_factory=CallRepeats)
 
     def elapsed(self) -> float:
         return 0.0 if self.started_at is None else time.monotonic() - self.started_at
@@ -146,6 +173,8 @@ class RunResources:
     """The open permission questions of the task and of the tasks below it (kept on the task a host launched)."""
     descendant_usage: Usage = field(default_factory=Usage)
     """Tokens the tasks it launched (and theirs) used: counted in its own usage once they end."""
+    descendant_counts: NestedCounts = field(default_factory=NestedCounts)
+    """How many tasks it launched (and theirs) have ended, and their turns and tool uses."""
     descendant_cost: float = 0.0
     """What the tasks it launched (and theirs) spent, counted in its cost (and against its budget) as they spend."""
     worktree: WorktreeReport | None = None

@@ -254,3 +254,44 @@ async def test_show_of_a_running_task_says_no_price_only_of_a_model_that_has_non
     else:
         assert "no price" not in shown[1]
     capsys.readouterr()
+
+
+@pytest.mark.anyio
+async def test_list_and_show_flag_a_looping_task_and_a_silent_one_from_the_files(tmp_path: Path) -> None:
+    from mcp_subagents.cli.tasks import tasks_command
+    from mcp_subagents.tasks.files import find_task, read_task
+
+    stuck, release = anyio.Event(), anyio.Event()
+
+    async def respond(request: ModelRequest) -> ModelResponse:
+        if "loop" in str(request.messages[0]) and len(request.messages) < 6:
+            return tool_call("Glob", {"pattern": "*.md"})
+        stuck.set()
+        await release.wait()
+        return text("done")
+
+    def shown(action: str, task_id: str | None = None) -> str:
+        import io
+
+        out = io.StringIO()
+        tasks_command(action, settings.state_dir, task_id=task_id, as_json=action == "json", out=out, stall_after=60)
+        return out.getvalue()
+
+    settings = make_settings(tmp_path)
+    async with running_app(settings, model=FunctionModel(respond)) as app:
+        looping = app.launch(TaskRequest(description="loops", prompt="loop", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await stuck.wait()
+            stuck = anyio.Event()
+        quiet = app.launch(TaskRequest(description="thinks", prompt="think", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await stuck.wait()
+        listing = await anyio.to_thread.run_sync(shown, "list")
+        details = await anyio.to_thread.run_sync(shown, "show", looping.id)
+        snapshot = read_task(find_task(settings.state_dir, quiet.id))
+        release.set()
+    assert "loops  [looping: it called Glob with the same arguments 3 times in a row" in listing
+    assert "looping: it called Glob with the same arguments 3 times in a row" in details
+    assert snapshot is not None and snapshot.stall(60) is None  # it answered a moment ago
+    silent = snapshot.stall(60, now=snapshot.active_at + 61)
+    assert silent is not None and silent.kind == "silent" and silent.seconds == pytest.approx(61)

@@ -54,7 +54,10 @@ async def test_nesting_goes_to_the_depth_limit_and_no_further(tmp_path: Path, mo
     assert "input_tokens: 60" in body.rsplit("<usage>", 1)[1]  # six requests of 10 input tokens, all counted at the top
     tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
     assert len(tree) == 2 and tree[0].startswith("- ") and tree[1].startswith("  - ")
-    assert tree[0].endswith("[completed]") and "relay: run relay" in tree[1]
+    assert "relay: run relay [completed] sonnet · 4 turn(s) · " in tree[0]  # its own two, and two below it
+    assert tree[1].endswith("relay: run relay [completed] sonnet · 2 turn(s) · 55 tokens")  # no price: no cost
+    top_usage = body.rsplit("<usage>", 1)[1]
+    assert "turns: 2; tool_uses: 1; nested_tasks: 2; nested_turns: 4; nested_tool_uses: 2; " in top_usage
 
 
 async def test_task_with_agent_names_limits_what_may_be_launched(tmp_path: Path) -> None:
@@ -185,7 +188,7 @@ async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path)
             done = text_of(await client.call_tool("TaskOutput", {"task_id": parent}))
     assert started == ["child 0", "child 1"]
     tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
-    assert tree[0].endswith("[running]") and tree[1].endswith("[queued]")  # the second waits for the first
+    assert "[running] sonnet · 1 turn(s)" in tree[0] and "[queued] sonnet · 0 turn(s)" in tree[1]  # the second waits
     assert "both answered" in done
 
 
@@ -324,3 +327,20 @@ async def test_the_servers_max_turns_and_the_agents_max_turns_apply_to_each_nest
         with anyio.fail_after(10):
             await client.call_tool("Task", task("general-purpose"))
     assert looper.requests == {"Go down one level.": 2, "child brief": 2, "child plain": 4}
+
+
+async def test_a_silent_nested_task_is_the_one_stalled_not_the_parent_waiting_for_it(tmp_path: Path) -> None:
+    async def respond(request: ModelRequest) -> ModelResponse:
+        if "hang" in str(request.messages[0]):
+            await anyio.sleep_forever()
+        if isinstance(request.messages[-1], ToolResultMessage):
+            return text(f"below me: {last_results(request)[0].content}")
+        return tool_call("Task", nested("general-purpose", "hang there"))
+
+    settings = make_settings(tmp_path, stall_after=0.05, stall_timeout=0.3)
+    async with connected(settings, model=FunctionModel(respond)) as client:
+        body = text_of(await client.call_tool("Task", task("general-purpose")))
+    # The nested task was stopped for its silence; its parent, waiting on it, was not, and went on with the error.
+    assert body.startswith("<task_result") and "below me: Error: &lt;task_error" in body
+    assert "stalled (--stall-timeout): no model reply" in body
+    assert body.count("stalled (--stall-timeout)") == 1 and body.rstrip().endswith("</usage>")

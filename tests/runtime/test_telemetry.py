@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mcp_subagents.core.errors import ModelAPIError
-from mcp_subagents.core.messages import TextPart, ToolCall, Usage
+from mcp_subagents.core.messages import TextPart, ToolCall, Usage, UserMessage
 from mcp_subagents.mcp.server import build_server
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel
@@ -149,3 +149,33 @@ def test_otel_on_exports_to_stderr_never_to_stdout_when_asked_for_the_console(tm
     )
     assert result.stdout == ""  # stdout is the MCP protocol
     assert '"name": "invoke_agent probe"' in result.stderr and '"service.name": "mcp-subagents"' in result.stderr
+
+
+def relay_once(request: ModelRequest) -> ModelResponse:
+    """The task a host launched starts one nested task; the nested task answers at once."""
+    first = request.messages[0]
+    if isinstance(first, UserMessage) and str(first.content).startswith("nested"):
+        return ModelResponse(parts=(TextPart(text="nested done"),), stop_reason="end_turn", usage=USAGE)
+    if len(request.messages) == 1:
+        arguments = {"description": "go down", "prompt": "nested work", "subagent_type": "general-purpose"}
+        call = ToolCall(id="call-task", name="Task", arguments=arguments)
+        return ModelResponse(parts=(call,), stop_reason="tool_use", usage=USAGE)
+    return ModelResponse(parts=(TextPart(text="Done."),), stop_reason="end_turn", usage=USAGE)
+
+
+async def test_a_nested_tasks_span_is_a_child_of_its_parent_tasks_span(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    app = Subagents(make_settings(tmp_path), model=FunctionModel(relay_once), environ={}, tracer_provider=provider)
+    async with app.running():
+        record = app.launch(TaskRequest(description="d", prompt="top work", subagent_type="general-purpose"))
+        with anyio.fail_after(10):
+            await record.done.wait()
+    agents = by_operation(exporter.get_finished_spans(), "invoke_agent")
+    assert len(agents) == 2
+    nested = next(span for span in agents if span.context is not None and span.parent is not None)
+    top = next(span for span in agents if span is not nested)
+    assert top.parent is None and top.context is not None and nested.parent is not None
+    assert nested.parent.span_id == top.context.span_id  # under the task that launched it, not beside it
+    assert nested.context is not None and nested.context.trace_id == top.context.trace_id

@@ -102,15 +102,16 @@
         filter === "waiting" ? "No task waits for you." : `No ${filter} tasks.`));
       return;
     }
-    const rows = shownTasks.map((t) =>
+    const rows = inTreeOrder(shownTasks).map(([t, level]) =>
       el("tr", { class: "task", "data-task-id": t.task_id, onclick: () => (location.hash = "#/task/" + t.task_id) },
         el("td", {}, badge(t.state)),
         el("td", { class: "id", title: t.task_id }, t.task_id.slice(0, 8)),
-        el("td", {}, t.agent),
+        indented(el("td", {}, level ? "↳ " + t.agent : t.agent), level),
         el("td", { class: "model" }, t.model || "–"),
         el("td", { class: "desc", title: t.description }, t.description,
           t.waiting && t.state === "waiting" ? el("div", { class: "waiting-for-you", title: t.waiting.headline },
-            "waiting for you: " + t.waiting.headline) : null),
+            "waiting for you: " + t.waiting.headline) : null,
+          stallOf(t) ? el("div", { class: "stalled-note" }, stallOf(t)) : null),
         el("td", { class: "prompt", title: t.prompt || "" }, t.prompt || ""),
         el("td", { class: "tool" }, t.current_tools.join(", ")),
         el("td", { class: "num" }, String(t.turns)),
@@ -125,6 +126,33 @@
       el("tbody", {}, ...rows)));
   }
 
+  // Nested tasks right below the task that launched them when both are shown, in launch order (the list is newest
+  // first), each with how deep it is.
+  function inTreeOrder(tasks) {
+    const shownIds = new Set(tasks.map((t) => t.task_id));
+    const below = new Map();
+    const nested = (t) => t.parent_task_id && shownIds.has(t.parent_task_id);
+    for (const t of tasks.filter(nested)) below.set(t.parent_task_id, [t, ...(below.get(t.parent_task_id) || [])]);
+    const ordered = [];
+    const visit = (t, level) => {
+      ordered.push([t, level]);
+      for (const child of below.get(t.task_id) || []) visit(child, level + 1);
+    };
+    for (const t of tasks) if (!nested(t)) visit(t, 0);
+    return ordered;
+  }
+  function indented(node, level) { node.style.paddingLeft = 6 + level * 16 + "px"; return node; }
+
+  // A running task without progress, as the server saw it, or silent since: the list changes only with the files,
+  // so a silence that began after the last change is measured here.
+  function stallOf(t) {
+    if (t.stall) return t.stall.label + ": " + t.stall.text;
+    if (t.state !== "running" || !t.stall_after || !t.active_at) return null;
+    const silent = Date.now() / 1000 - t.active_at;
+    return silent >= t.stall_after ? `stalled: no model reply or tool result for ${Math.round(silent)} s` : null;
+  }
+  setInterval(() => { if (!location.hash.startsWith("#/task/") && listed.length) renderList(); }, 10000);
+
   // ---- one task ---------------------------------------------------------------------------------------------------
 
   function showTask(taskId) {
@@ -134,14 +162,16 @@
     const question = el("section", { class: "question", hidden: "" });
     const chart = el("div", { class: "chart" });
     const transcript = el("div", { class: "transcript" });
+    const tree = el("section", { class: "tree", hidden: "" });
     const points = [];
     view.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tasks")), title, facts, question, actions,
-      chart, el("h2", {}, "Transcript"), transcript);
+      tree, chart, el("h2", {}, "Transcript"), transcript);
     listen(`/api/tasks/${encodeURIComponent(taskId)}/events`, {
       task: (data) => {
         if (!data.task) return;
         renderSummary(data.task, title, facts, actions);
         renderQuestion(data.task, question);
+        renderTree(data.task, tree);
       },
       items: (data) => {
         for (const item of data.items) {
@@ -169,7 +199,8 @@
         + (task.model_note ? ` – ${task.model_note}` : "")),
       fact("owner", task.owner),
       fact("started", when(task.created)),
-      fact("denied calls", String(task.denials)));
+      fact("denied calls", String(task.denials)),
+      ...(stallOf(task) ? [fact("progress", stallOf(task))] : []));
     if (actions.dataset.state === task.state) return;  // redrawn only when the state changes: a click lands
     actions.dataset.state = task.state;
     const message = el("span", { class: "message" });
@@ -193,6 +224,30 @@
       } }, "Resume");
       actions.replaceChildren(prompt, resume, message);
     }
+  }
+
+  // The nested tasks below this one, each with the figures of its own subtree; a click opens one.
+  function renderTree(task, box) {
+    const nodes = task.tree || [];
+    box.hidden = !nodes.length;
+    if (!nodes.length) { box.replaceChildren(); return; }
+    const nested = task.nested;
+    const total = nested ? `${nested.tasks} nested task(s), ${nested.turns} turns (tokens and cost above include ` +
+      "theirs)" : `${nodes.length} nested task(s) so far (their cost is above as they spend)`;
+    const rows = nodes.map((node) => el("tr", { class: "task", "data-task-id": node.task_id,
+      onclick: () => (location.hash = "#/task/" + node.task_id) },
+      el("td", {}, badge(node.state), node.stop && node.stop !== node.state && node.stop !== "end_turn" ?
+        el("span", { class: "muted" }, " " + node.stop) : null),
+      indented(el("td", {}, "↳ " + node.agent), node.level - 1),
+      el("td", { class: "desc", title: node.description }, node.description),
+      el("td", { class: "muted" }, node.model || "–"),
+      el("td", { class: "num" }, String(node.turns)),
+      el("td", { class: "num" }, tokens(node.tokens)),
+      el("td", { class: "num" }, usd(node.cost_usd))));
+    box.replaceChildren(el("h2", {}, "Nested tasks"), el("p", { class: "muted" }, total), el("table", {},
+      el("thead", {}, el("tr", {}, ...["state", "agent", "description", "model", "turns", "tokens", "cost"]
+        .map((name) => el("th", {}, name)))),
+      el("tbody", {}, ...rows)));
   }
 
   // The permission question the task waits on: what it asks first, the details, then the three answers. Redrawn
