@@ -32,7 +32,7 @@ class LoopBelow:
             await self.release.wait()
             return text("gave up")
         if len(request.messages) == 1:
-            return tool_call("Task", {"description": "look around", "prompt": "loop", "subagent_type": "Explore"})
+            return tool_call("Agent", {"description": "look around", "prompt": "loop", "subagent_type": "Explore"})
         return text("done")
 
 
@@ -52,7 +52,7 @@ async def test_the_dashboard_shows_the_tree_and_the_loop(tmp_path: Path) -> None
             assert note.startswith("looping: it called Glob with the same arguments 3 times in a row")
             order = await page.locator("tr.task").evaluate_all("rows => rows.map(row => row.dataset.taskId)")
             assert order.index(child_id) == order.index(lead.id) + 1  # right below the task that launched it
-            assert (await child_row.locator("td").nth(1).inner_text()).startswith("↳ Explore")
+            assert (await child_row.locator("td").nth(2).inner_text()).startswith("↳ Explore")
 
             await page.locator(f'tr[data-task-id="{lead.id}"]').click()
             nested = page.locator(f'section.tree tr[data-task-id="{child_id}"]')

@@ -40,7 +40,7 @@ class Lead:
             return text("slow done")
         if done < 2:
             which = ("quick", "slow")[done]
-            return tool_call("Task", {"description": f"{which} help", "prompt": which, "subagent_type": "helper"})
+            return tool_call("Agent", {"description": f"{which} help", "prompt": which, "subagent_type": "helper"})
         return text("all done")
 
 
