@@ -44,6 +44,8 @@ from .record import (
     TaskObserver,
     TaskRecord,
     TurnAllowance,
+    record_lineage,
+    record_subtasks,
     transcript_header,
 )
 from .release import MemoryRelease
@@ -260,27 +262,11 @@ class TaskManager:
 
     def lineage(self, record: TaskRecord) -> list[TaskRecord]:
         """The task, its parent, and so on up to the task a host launched."""
-        chain = [record]
-        while chain[-1].parent is not None and len(chain) < 64:
-            parent = self._find(chain[-1].parent)
-            if parent is None:
-                break
-            chain.append(parent)
-        return chain
+        return record_lineage(record, self._find)
 
     def subtasks(self, record: TaskRecord) -> list[tuple[int, TaskRecord]]:
         """The tasks its agent launched, and theirs, depth first, each with how far below `record` it is."""
-        found: list[tuple[int, TaskRecord]] = []
-
-        def walk(parent: TaskRecord, level: int) -> None:
-            for child_id in parent.children:
-                child = self._find(child_id)
-                if child is not None and level < 64:
-                    found.append((level, child))
-                    walk(child, level + 1)
-
-        walk(record, 1)
-        return found
+        return record_subtasks(record, self._find)
 
     def log_line(self, record: TaskRecord, line: str) -> None:
         """A line in the task's output file about something beside the model's turns (a hook that failed)."""

@@ -284,3 +284,33 @@ def transcript_header(record: TaskRecord, control: str | None) -> TranscriptHead
         pid=os.getpid(),
         control=control,
     )
+
+
+MAX_TREE_LEVELS = 64
+"""How far a task tree is followed (a tree is never deeper than --max-depth; this bounds a broken one)."""
+
+
+def record_lineage(record: TaskRecord, find: Callable[[str], TaskRecord | None]) -> list[TaskRecord]:
+    """The task, its parent, and so on up to the task a host launched, as far as `find` knows them."""
+    chain = [record]
+    while chain[-1].parent is not None and len(chain) < MAX_TREE_LEVELS:
+        parent = find(chain[-1].parent)
+        if parent is None:
+            break
+        chain.append(parent)
+    return chain
+
+
+def record_subtasks(record: TaskRecord, find: Callable[[str], TaskRecord | None]) -> list[tuple[int, TaskRecord]]:
+    """The tasks its agent launched, and theirs, depth first, each with how far below `record` it is."""
+    found: list[tuple[int, TaskRecord]] = []
+
+    def walk(parent: TaskRecord, level: int) -> None:
+        for child_id in parent.children:
+            child = find(child_id)
+            if child is not None and level < MAX_TREE_LEVELS:
+                found.append((level, child))
+                walk(child, level + 1)
+
+    walk(record, 1)
+    return found

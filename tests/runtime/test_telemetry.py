@@ -158,7 +158,7 @@ def relay_once(request: ModelRequest) -> ModelResponse:
         return ModelResponse(parts=(TextPart(text="nested done"),), stop_reason="end_turn", usage=USAGE)
     if len(request.messages) == 1:
         arguments = {"description": "go down", "prompt": "nested work", "subagent_type": "general-purpose"}
-        call = ToolCall(id="call-task", name="Task", arguments=arguments)
+        call = ToolCall(id="call-task", name="Agent", arguments=arguments)
         return ModelResponse(parts=(call,), stop_reason="tool_use", usage=USAGE)
     return ModelResponse(parts=(TextPart(text="Done."),), stop_reason="end_turn", usage=USAGE)
 
