@@ -274,6 +274,8 @@ class Extender:
             assert outcome is not None
             if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
                 parent.resources.descendant_usage += outcome.counts.usage
+            if outcome.files is not None:  # its changed files are its parent's too, marked as its
+                parent.resources.child_files.append((child.id, outcome.files))
             text = outcome_text(child, outcome, max_chars=app.settings.max_result_chars)
             if outcome.state != "completed":
                 raise ToolError(text)

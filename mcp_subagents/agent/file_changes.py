@@ -1,0 +1,323 @@
+"""The files a run created, modified and deleted, whatever tool did it, with a short diff summary per file.
+
+Two sources, one list. The file tools (Write, Edit, MultiEdit, NotebookEdit) and the files a Bash command redirects
+into are remembered before the call runs: their content then (up to `MAX_COMPARED_BYTES`) is what the lines added
+and removed are counted against, exactly. Everything else (a Bash command's other writes, an MCP tool's, a hook's) is
+found by comparing two scans of the project's files (size, modification time, inode) taken when the run starts and
+when it ends; a file found that way has line counts only when it is new. A project of more than `MAX_SCANNED_FILES`
+files is not scanned, and the list says that it may miss changes.
+
+The scans see the whole project: a change another task or the person made there while the run ran is listed too.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+import anyio
+import anyio.to_thread
+
+from ..core.json_values import JsonObject
+from ..permissions.shell_lexer import ShellSyntaxError, split_command
+from .worktrees import WORKTREES_FOLDER
+
+ChangeKind: TypeAlias = Literal["created", "modified", "deleted"]
+
+MAX_SCANNED_FILES = 20_000
+"""A project with more files than this is not scanned: only the changes remembered before a call are listed."""
+MAX_COMPARED_BYTES = 1024 * 1024
+"""Lines are counted in files up to this size (before and after); a larger one is listed without counts."""
+MAX_KEPT_FILES = 500
+"""How many changed files a task's record keeps; the rest are counted (`FileChanges.more`)."""
+_BINARY_SNIFF_BYTES = 8192
+_SKIPPED_FOLDERS = frozenset({".git"})
+_EDITING_TOOLS: dict[str, str] = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path"}
+_EDITING_TOOLS["NotebookEdit"] = "notebook_path"
+WATCHED_WITHOUT_SCAN = frozenset({"Read", "Glob", "Grep", "WebFetch", "WebSearch", "TodoWrite", "Task", "Agent"})
+"""Tools that write nothing, or whose writes are remembered before the call: a run with only these (and no hooks)
+needs no scan."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileChange:
+    path: str
+    """Relative to `FileChanges.root` when inside it, else absolute."""
+    kind: ChangeKind
+    added: int | None = None
+    """Lines added; None when not known (binary, too large, or its content before the run was not seen)."""
+    removed: int | None = None
+    binary: bool = False
+    outside: bool = False
+    """Outside the folders the run's file tools may write (the working directory, additionalDirectories, ...)."""
+    task: str = ""
+    """The nested task that made the change ("" for the task itself)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileChanges:
+    files: tuple[FileChange, ...] = ()
+    more: int = 0
+    """Changed files beyond those kept (`MAX_KEPT_FILES`)."""
+    root: str = ""
+    """The project folder (or worktree) the relative paths start from."""
+    partial: str = ""
+    """Why changes made by other tools than the file tools may be missing ("" when the project was scanned)."""
+
+    @property
+    def count(self) -> int:
+        return len(self.files) + self.more
+
+
+_Stamp: TypeAlias = tuple[int, int, int]
+"""(size, modification time in ns, inode): a file whose stamp differs has changed."""
+_TooLarge = int
+"""A file remembered only by its size: larger than `MAX_COMPARED_BYTES`."""
+_Content: TypeAlias = bytes | _TooLarge | None
+"""A file's content, its size when too large to compare, or None when there was no file."""
+
+
+class ChangeWatch:
+    """One run's watch over the files it changes. `start` before the run, `before_call` before each tool call,
+    `finish` once it is over."""
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        allowed: Iterable[Path],
+        scan: bool,
+        earlier: FileChanges | None = None,
+    ) -> None:
+        self._root = Path(os.path.realpath(root))
+        self._allowed = tuple(Path(os.path.realpath(folder)) for folder in allowed)
+        self._scan = scan
+        self._earlier = earlier
+        self._before: dict[str, _Content] = {}
+        self._first_scan: dict[str, _Stamp] | None = None
+        self._partial = ""
+
+    async def start(self) -> None:
+        if not self._scan:
+            return
+        self._first_scan = await anyio.to_thread.run_sync(_scan, self._root)
+        if self._first_scan is None:
+            self._partial = f"the project has more than {MAX_SCANNED_FILES} files, so it was not scanned"
+
+    def before_call(self, tool: str, arguments: JsonObject, cwd: Path) -> None:
+        """Remember the content of each file the call is about to write, the first time one is written."""
+        for raw in _written_paths(tool, arguments):
+            path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw)))
+            if path not in self._before:
+                self._before[path] = _content(path)
+
+    async def finish(self) -> FileChanges:
+        """The run's changes (with those of the run it resumed, if any); runs to its end even when cancelled."""
+        found: list[FileChanges] = []
+        with anyio.CancelScope(shield=True):  # a stopped task's list is worth as much as a finished one's
+            found.append(await anyio.to_thread.run_sync(self._changes))
+        return found[0]
+
+    def _changes(self) -> FileChanges:
+        found = self._remembered_changes()
+        if self._first_scan is not None:
+            after = _scan(self._root)
+            if after is None:
+                self._partial = f"the project grew past {MAX_SCANNED_FILES} files during the run"
+            else:
+                found.update(list(self._scanned_changes(self._first_scan, after, found)))
+        files = [replace(change, path=self._shown(change.path)) for _, change in sorted(found.items())]
+        current = _bounded(files, more=0, root=str(self._root), partial=self._partial)
+        return current if self._earlier is None else after_earlier(self._earlier, current)
+
+    def _remembered_changes(self) -> dict[str, FileChange]:
+        found: dict[str, FileChange] = {}
+        for path, before in self._before.items():
+            change = _compared(path, before, _content(path), outside=self._outside(path))
+            if change is not None:
+                found[path] = change
+        return found
+
+    def _scanned_changes(
+        self, before: dict[str, _Stamp], after: dict[str, _Stamp], known: dict[str, FileChange]
+    ) -> Iterator[tuple[str, FileChange]]:
+        for path in before.keys() | after.keys():
+            if path in known or path in self._before or before.get(path) == after.get(path):
+                continue
+            outside = self._outside(path)
+            if path not in before:
+                change = _compared(path, None, _content(path), outside=outside)
+            else:
+                kind: ChangeKind = "deleted" if path not in after else "modified"
+                change = FileChange(path=path, kind=kind, outside=outside)
+            if change is not None:
+                yield path, change
+
+    def _outside(self, path: str) -> bool:
+        return not any(Path(path).is_relative_to(folder) for folder in self._allowed)
+
+    def _shown(self, path: str) -> str:
+        relative = Path(path)
+        return str(relative.relative_to(self._root)) if relative.is_relative_to(self._root) else path
+
+
+def _written_paths(tool: str, arguments: JsonObject) -> list[str]:
+    field = _EDITING_TOOLS.get(tool)
+    if field is not None:
+        value = arguments.get(field)
+        return [value] if isinstance(value, str) and value and "\0" not in value else []
+    command = arguments.get("command")
+    if tool != "Bash" or not isinstance(command, str):
+        return []
+    try:
+        pieces = split_command(command)
+    except ShellSyntaxError:
+        return []
+    targets: list[str] = []
+    for piece in pieces:
+        targets += [r.target for r in piece.redirects if r.writes and r.known and r.target not in _DEVICES]
+        if piece.values and piece.values[0] == "tee":
+            targets += [word for word in piece.values[1:] if not word.startswith("-")]
+    return [target for target in targets if target and "\0" not in target]
+
+
+_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+
+
+def _content(path: str) -> _Content:
+    """The file's bytes, its size when larger than `MAX_COMPARED_BYTES`, None when no regular file is there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if info.st_size > MAX_COMPARED_BYTES:
+            return info.st_size
+        return file.read(MAX_COMPARED_BYTES + 1)
+
+
+def _compared(path: str, before: _Content, after: _Content, *, outside: bool) -> FileChange | None:
+    """The change from `before` to `after`; None when there is none."""
+    if before == after:
+        return None
+    kind: ChangeKind = "created" if before is None else "deleted" if after is None else "modified"
+    if isinstance(before, int) or isinstance(after, int):
+        return FileChange(path=path, kind=kind, outside=outside)
+    old, new = before or b"", after or b""
+    if b"\0" in old[:_BINARY_SNIFF_BYTES] or b"\0" in new[:_BINARY_SNIFF_BYTES]:
+        return FileChange(path=path, kind=kind, binary=True, outside=outside)
+    added, removed = line_counts(old, new)
+    return FileChange(path=path, kind=kind, added=added, removed=removed, outside=outside)
+
+
+def line_counts(before: bytes, after: bytes) -> tuple[int, int]:
+    """Lines added and removed, counting each text as a bag of lines: exact for edits in place, and a line that only
+    moved counts as neither."""
+    old, new = Counter(before.splitlines()), Counter(after.splitlines())
+    return sum((new - old).values()), sum((old - new).values())
+
+
+def _scan(root: Path) -> dict[str, _Stamp] | None:
+    """The stamp of every file under `root` (symlinks not followed, `.git` and agents' worktrees skipped); None when
+    there are more than `MAX_SCANNED_FILES`."""
+    stamps: dict[str, _Stamp] = {}
+    worktrees = os.path.join(root, WORKTREES_FOLDER)
+    folders = [os.fspath(root)]
+    while folders:
+        folder = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SKIPPED_FOLDERS and entry.path != worktrees:
+                        folders.append(entry.path)
+                    continue
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            stamps[entry.path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+            if len(stamps) > MAX_SCANNED_FILES:
+                return None
+    return stamps
+
+
+def _bounded(files: list[FileChange], *, more: int, root: str, partial: str) -> FileChanges:
+    kept = tuple(files[:MAX_KEPT_FILES])
+    return FileChanges(files=kept, more=more + len(files) - len(kept), root=root, partial=partial)
+
+
+_AFTER: dict[tuple[ChangeKind, ChangeKind], ChangeKind | None] = {
+    ("created", "modified"): "created",
+    ("created", "deleted"): None,
+    ("deleted", "created"): "modified",
+}
+
+
+def after_earlier(earlier: FileChanges, later: FileChanges) -> FileChanges:
+    """What a resumed task changed in all: its earlier run's changes followed by its latest run's."""
+    merged = {change.path: change for change in earlier.files}
+    for change in later.files:
+        first = merged.get(change.path)
+        if first is None:
+            merged[change.path] = change
+            continue
+        kind = _AFTER.get((first.kind, change.kind), change.kind)
+        if kind is None:
+            del merged[change.path]
+            continue
+        merged[change.path] = _summed(first, change, kind)
+    partial = later.partial or earlier.partial
+    return _bounded(
+        sorted(merged.values(), key=_by_path), more=earlier.more + later.more, root=later.root, partial=partial
+    )
+
+
+def _summed(first: FileChange, then: FileChange, kind: ChangeKind) -> FileChange:
+    known = None not in (first.added, first.removed, then.added, then.removed)
+    return FileChange(
+        path=then.path,
+        kind=kind,
+        added=(first.added or 0) + (then.added or 0) if known else None,
+        removed=(first.removed or 0) + (then.removed or 0) if known else None,
+        binary=first.binary or then.binary,
+        outside=first.outside or then.outside,
+        task=then.task or first.task,
+    )
+
+
+def with_children(own: FileChanges, children: Iterable[tuple[str, FileChanges]]) -> FileChanges:
+    """A task's changes with those of the nested tasks it launched, each marked with the task that made it (a
+    child's own view of a file wins: it saw the file before it changed it)."""
+    merged = {_absolute(own.root, change.path): change for change in own.files}
+    more = own.more
+    partial = own.partial
+    for child_id, changes in children:
+        for change in changes.files:
+            where = _absolute(changes.root, change.path)
+            merged[where] = replace(change, path=_relative(own.root, where), task=change.task or child_id)
+        more += changes.more
+        partial = partial or changes.partial
+    return _bounded(sorted(merged.values(), key=_by_path), more=more, root=own.root, partial=partial)
+
+
+def _absolute(root: str, path: str) -> str:
+    return path if os.path.isabs(path) or not root else os.path.join(root, path)
+
+
+def _relative(root: str, path: str) -> str:
+    return str(Path(path).relative_to(root)) if root and Path(path).is_relative_to(root) else path
+
+
+def _by_path(change: FileChange) -> str:
+    return change.path
