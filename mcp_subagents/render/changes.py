@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..agent.file_changes import FileChange, FileChanges
 from .inert import inert
 
@@ -48,3 +50,26 @@ def diff_summary(change: FileChange) -> str:
     if change.kind == "deleted":
         return f"-{change.removed}"
     return f"+{change.added} -{change.removed}"
+
+
+def files_row(changes: FileChanges | None, *, limit: int = LISTED_FILES) -> dict[str, Any] | None:
+    """The changed files as the dashboard, the App view and `tasks list --json` show them (paths made inert);
+    None when the task has no list (it never ran, or it is still running)."""
+    if changes is None:
+        return None
+    return {
+        "count": changes.count,
+        "root": inert(changes.root, one_line=True),
+        "partial": changes.partial,
+        "files": [
+            {
+                "path": inert(change.path, one_line=True),
+                "kind": change.kind,
+                "summary": diff_summary(change),
+                "outside": change.outside,
+                "task": change.task,
+                "line": change_line(change),
+            }
+            for change in changes.files[:limit]
+        ],
+    }

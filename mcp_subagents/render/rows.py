@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..tasks.files import TaskSnapshot, WaitingQuestion
+from .changes import files_row
 from .questions import always_text, button_labels, permission_message, question_headline
 
 
@@ -33,6 +34,7 @@ def task_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "last_text": snapshot.last_text[-500:],
         "pid": header.pid,
         "waiting": None if snapshot.waiting is None else waiting_row(snapshot.waiting),
+        "files": files_row(snapshot.outcome.files if snapshot.outcome is not None else None),
     }
 
 
