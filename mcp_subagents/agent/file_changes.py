@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -101,16 +102,32 @@ class ChangeWatch:
         self._before: dict[str, _Content] = {}
         self._first_scan: dict[str, _Stamp] | None = None
         self._partial = ""
+        self._first_scanning: threading.Thread | None = None
 
-    async def start(self) -> None:
-        if not self._scan:
-            return
-        self._first_scan = await anyio.to_thread.run_sync(_scan, self._root)
+    def start(self) -> None:
+        """Begin the first scan (when the run scans) in a thread of its own, so that it goes on while the model
+        answers the run's first request; `before_call` and `finish` wait for it."""
+        if self._scan:
+            self._first_scanning = threading.Thread(target=self._scan_first, name="first scan", daemon=True)
+            self._first_scanning.start()
+
+    def _scan_first(self) -> None:
+        self._first_scan = _scan(self._root)
         if self._first_scan is None:
             self._partial = f"the project has more than {MAX_SCANNED_FILES} files, so it was not scanned"
 
-    def before_call(self, tool: str, arguments: JsonObject, cwd: Path) -> None:
-        """Remember the content of each file the call is about to write, the first time one is written."""
+    async def first_scan_done(self) -> None:
+        scanning = self._first_scanning
+        if scanning is not None and scanning.is_alive():
+            await anyio.to_thread.run_sync(scanning.join)
+
+    async def before_call(self, tool: str, arguments: JsonObject, cwd: Path) -> None:
+        """Remember the content of each file the call is about to write, the first time one is written (once the
+        first scan is done: what the call changes must not be in it)."""
+        await self.first_scan_done()
+        self._remember(tool, arguments, cwd)
+
+    def _remember(self, tool: str, arguments: JsonObject, cwd: Path) -> None:
         for raw in _written_paths(tool, arguments):
             path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw)))
             if path not in self._before:
@@ -120,6 +137,7 @@ class ChangeWatch:
         """The run's changes (with those of the run it resumed, if any); runs to its end even when cancelled."""
         found: list[FileChanges] = []
         with anyio.CancelScope(shield=True):  # a stopped task's list is worth as much as a finished one's
+            await self.first_scan_done()
             found.append(await anyio.to_thread.run_sync(self._changes))
         return found[0]
 

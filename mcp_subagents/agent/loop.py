@@ -49,7 +49,7 @@ HOOK_STOPPED_CALL = "Not run: a hook stopped the agent before this call."
 
 
 class CallWatch(Protocol):
-    def before_call(self, tool: str, arguments: JsonObject, cwd: Path) -> None: ...
+    async def before_call(self, tool: str, arguments: JsonObject, cwd: Path) -> None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -438,7 +438,7 @@ async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str,
     except ToolError as exc:
         return f"Error: {exc.message}", True, context
     if run.watch is not None:
-        run.watch.before_call(call.name, call.arguments, run.context.cwd)
+        await run.watch.before_call(call.name, call.arguments, run.context.cwd)
     started = time.monotonic()
     content, failed = await _run_tool(run, tool, call, arguments)
     if run.hooks is None:

@@ -173,8 +173,10 @@ class RunAssembly:
             extensions = await extender.open(launched.roots, place, held)
             run = self._agent_run(launched, record, model, extras, place, extensions, held)
             watch = self._change_watch(launched, record, place, run)
-            await watch.start()
+            watch.start()  # the first scan goes on while the model answers the first request
             try:
+                if extensions.hooks is not None:
+                    await watch.first_scan_done()  # a start hook's changes come after the first scan
                 start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
                 if start is not None and start.stop is not None:
                     return _stopped_at_start(start)
