@@ -8,12 +8,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_subagents.core.messages import UserMessage
 from mcp_subagents.models.base import ModelRequest, ModelResponse
 from mcp_subagents.models.scripted import FunctionModel, ScriptedModel, text, tool_call
-from tests.support import connected, make_settings, text_of, write_agent
+from tests.agent.test_worktrees import isolated_agent, repository
+from tests.agent.test_worktrees import task as worktree_task
+from tests.support import connected, make_settings, matched, text_of, write_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -134,3 +137,42 @@ async def test_the_host_text_lists_a_bounded_number_of_files(tmp_path: Path) -> 
     lines = listed(body)
     assert "[Files the task changed (1000)" in body
     assert len(lines) == 31 and lines[0] == "created f1000 (+1)" and lines[-1] == "... and 970 more"
+
+
+async def test_an_isolated_task_lists_its_worktree_changes_under_the_worktree(tmp_path: Path) -> None:
+    settings = repository(tmp_path, permission_mode="bypassPermissions")
+    assert settings.cwd is not None
+    isolated_agent(settings)
+    model = ScriptedModel(
+        [
+            tool_call("Edit", {"file_path": "notes.txt", "old_string": "one", "new_string": "uno\ndos"}),
+            tool_call("Bash", {"command": "echo made > made.txt"}),
+            text("done"),
+        ]
+    )
+    async with connected(settings, model=model) as client:
+        body = text_of(await client.call_tool("Task", worktree_task("isolated")))
+    worktree = matched(r"worktreePath: (\S+)", body)
+    assert f"[Files the task changed (2) under {worktree}:" in body
+    assert listed(body) == ["created made.txt (+1)", "modified notes.txt (+2 -1)"]
+
+
+async def test_a_stopped_task_lists_what_it_changed_before_the_stop(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, permission_mode="bypassPermissions")
+    arrived, never = anyio.Event(), anyio.Event()
+
+    async def hang(_request: ModelRequest) -> ModelResponse:
+        arrived.set()
+        await never.wait()
+        raise AssertionError("unreachable")
+
+    model = ScriptedModel([tool_call("Bash", {"command": "echo a > half.txt"}), hang])
+    async with connected(settings, model=model) as client:
+        launched = text_of(await client.call_tool("Task", task("general-purpose", run_in_background=True)))
+        task_id = matched(r"task_id: (\w+)", launched)
+        with anyio.fail_after(10):
+            await arrived.wait()
+        await client.call_tool("TaskStop", {"task_id": task_id})
+        status = text_of(await client.call_tool("TaskOutput", {"task_id": task_id}))
+    assert "<status>stopped</status>" in status
+    assert listed(status.replace("</task_error>", "</task_result>")) == ["created half.txt (+1)"]
