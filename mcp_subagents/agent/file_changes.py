@@ -4,7 +4,8 @@ Two sources, one list. The file tools (Write, Edit, MultiEdit, NotebookEdit) and
 into are remembered before the call runs: their content then (up to `MAX_COMPARED_BYTES`) is what the lines added
 and removed are counted against, exactly. Everything else (a Bash command's other writes, an MCP tool's, a hook's) is
 found by comparing two scans of the project's files (size, modification time, inode) taken when the run starts and
-when it ends; a file found that way has line counts only when it is new. A project of more than `MAX_SCANNED_FILES`
+when it ends (the second only when a call that may write unseen ran, or hooks may have); a file found that way has
+line counts only when it is new. A project of more than `MAX_SCANNED_FILES`
 files is not scanned, and the list says that it may miss changes.
 
 The scans see the whole project: a change another task or the person made there while the run ran is listed too.
@@ -25,6 +26,7 @@ import anyio
 import anyio.to_thread
 
 from ..core.json_values import JsonObject
+from ..permissions.read_only import read_only
 from ..permissions.shell_lexer import ShellSyntaxError, split_command
 from .worktrees import WORKTREES_FOLDER
 
@@ -93,8 +95,12 @@ class ChangeWatch:
         root: Path,
         allowed: Iterable[Path],
         scan: bool,
+        unseen_writes: bool = False,
         earlier: FileChanges | None = None,
     ) -> None:
+        """`scan`: the run may write through a tool that does not say what it writes (so the project is scanned
+        at the start). `unseen_writes`: something may have written already, whatever the calls (a hook runs around
+        every call), so it is scanned at the end too; otherwise only when such a call ran."""
         self._root = Path(os.path.realpath(root))
         self._allowed = tuple(Path(os.path.realpath(folder)) for folder in allowed)
         self._scan = scan
@@ -103,6 +109,7 @@ class ChangeWatch:
         self._first_scan: dict[str, _Stamp] | None = None
         self._partial = ""
         self._first_scanning: threading.Thread | None = None
+        self._unseen_writes = unseen_writes
 
     def start(self) -> None:
         """Begin the first scan (when the run scans) in a thread of its own, so that it goes on while the model
@@ -128,6 +135,8 @@ class ChangeWatch:
         self._remember(tool, arguments, cwd)
 
     def _remember(self, tool: str, arguments: JsonObject, cwd: Path) -> None:
+        if not self._unseen_writes and not _says_what_it_writes(tool, arguments):
+            self._unseen_writes = True
         for raw in _written_paths(tool, arguments):
             path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw)))
             if path not in self._before:
@@ -143,7 +152,7 @@ class ChangeWatch:
 
     def _changes(self) -> FileChanges:
         found = self._remembered_changes()
-        if self._first_scan is not None:
+        if self._first_scan is not None and self._unseen_writes:
             after = _scan(self._root)
             if after is None:
                 self._partial = f"the project grew past {MAX_SCANNED_FILES} files during the run"
@@ -182,6 +191,21 @@ class ChangeWatch:
     def _shown(self, path: str) -> str:
         relative = Path(path)
         return str(relative.relative_to(self._root)) if relative.is_relative_to(self._root) else path
+
+
+def _says_what_it_writes(tool: str, arguments: JsonObject) -> bool:
+    """The call writes nothing, or only files `_written_paths` names: a read-only Bash command (as the permission
+    check proves it, git aside: a repository's configuration can make git run programs), a file tool."""
+    if tool in WATCHED_WITHOUT_SCAN:
+        return True
+    command = arguments.get("command")
+    if tool != "Bash" or not isinstance(command, str):
+        return False
+    try:
+        pieces = split_command(command)
+    except ShellSyntaxError:
+        return False
+    return all(piece.values[:1] != ("git",) and read_only(piece) is not None for piece in pieces)
 
 
 def _written_paths(tool: str, arguments: JsonObject) -> list[str]:

@@ -194,9 +194,11 @@ class RunAssembly:
             with contextlib.suppress(SubagentsError):
                 previous = self._host.tasks.get(launched.request.resume, principal=record.owner).outcome
                 earlier = previous.files if previous is not None else None
-        scan = run.hooks is not None or any(name not in WATCHED_WITHOUT_SCAN for name in run.tools)
+        hooks = run.hooks is not None
+        scan = hooks or any(name not in WATCHED_WITHOUT_SCAN for name in run.tools)
         root = place.inside_worktree or place.project
-        return ChangeWatch(root=root, allowed=run.context.allowed_roots, scan=scan, earlier=earlier)
+        allowed = run.context.allowed_roots
+        return ChangeWatch(root=root, allowed=allowed, scan=scan, unseen_writes=hooks, earlier=earlier)
 
     async def _prompt(
         self,

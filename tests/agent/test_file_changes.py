@@ -22,8 +22,8 @@ from mcp_subagents.agent.file_changes import (
 pytestmark = pytest.mark.anyio
 
 
-async def watched(root: Path, *, scan: bool = True, allowed: tuple[Path, ...] | None = None) -> ChangeWatch:
-    watch = ChangeWatch(root=root, allowed=allowed or (root,), scan=scan)
+async def watched(root: Path, *, scan: bool = True, unseen_writes: bool = True) -> ChangeWatch:
+    watch = ChangeWatch(root=root, allowed=(root,), scan=scan, unseen_writes=unseen_writes)
     watch.start()
     await watch.first_scan_done()
     return watch
@@ -53,6 +53,20 @@ async def test_a_scan_finds_what_any_process_did_and_skips_git_and_agent_worktre
         ("new.txt", "created", 3, 0),
     ]
     assert changes.root == str(tmp_path.resolve()) and not changes.partial
+
+
+@pytest.mark.parametrize(
+    ("command", "scanned"),
+    [("ls -la && grep -rn TODO .", False), ("git status", True), ("make", True), ("cat a > b", True)],
+)
+async def test_the_end_scan_runs_only_after_a_call_that_may_write_unseen(
+    tmp_path: Path, command: str, scanned: bool
+) -> None:
+    watch = await watched(tmp_path, unseen_writes=False)
+    await watch.before_call("Read", {"file_path": "x"}, tmp_path)
+    await watch.before_call("Bash", {"command": command}, tmp_path)
+    (tmp_path / "by-someone.txt").write_text("x\n")
+    assert bool((await watch.finish()).files) == scanned
 
 
 async def test_a_project_too_large_to_scan_still_lists_the_files_remembered_before_a_call(
