@@ -14,13 +14,15 @@ The scans see the whole project: a change another task or the person made there 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 import anyio
 import anyio.to_thread
@@ -77,8 +79,6 @@ class FileChanges:
         return len(self.files) + self.more
 
 
-_Stamp: TypeAlias = tuple[int, int, int]
-"""(size, modification time in ns, inode): a file whose stamp differs has changed."""
 _TooLarge = int
 """A file remembered only by its size: larger than `MAX_COMPARED_BYTES`."""
 _Content: TypeAlias = bytes | _TooLarge | None
@@ -106,7 +106,7 @@ class ChangeWatch:
         self._scan = scan
         self._earlier = earlier
         self._before: dict[str, _Content] = {}
-        self._first_scan: dict[str, _Stamp] | None = None
+        self._first_scan: dict[str, bytes] | None = None
         self._partial = ""
         self._first_scanning: threading.Thread | None = None
         self._unseen_writes = unseen_writes
@@ -171,7 +171,7 @@ class ChangeWatch:
         return found
 
     def _scanned_changes(
-        self, before: dict[str, _Stamp], after: dict[str, _Stamp], known: dict[str, FileChange]
+        self, before: dict[str, bytes], after: dict[str, bytes], known: dict[str, FileChange]
     ) -> Iterator[tuple[str, FileChange]]:
         for path in before.keys() | after.keys():
             if path in known or path in self._before or before.get(path) == after.get(path):
@@ -267,11 +267,68 @@ def line_counts(before: bytes, after: bytes) -> tuple[int, int]:
     return sum((new - old).values()), sum((old - new).values())
 
 
-def _scan(root: Path) -> dict[str, _Stamp] | None:
+def _scan(root: Path) -> dict[str, bytes] | None:
     """The stamp of every file under `root` (symlinks not followed, `.git` and agents' worktrees skipped); None when
-    there are more than `MAX_SCANNED_FILES`."""
-    stamps: dict[str, _Stamp] = {}
-    worktrees = os.path.join(root, WORKTREES_FOLDER)
+    there are more than `MAX_SCANNED_FILES`. GNU find does the stat calls in a process of its own, outside the
+    interpreter's lock (the event loop goes on meanwhile); Python's scandir where find is missing or not GNU's."""
+    found = scan_with_find(root)
+    return scan_in_python(root) if isinstance(found, bytes) else found
+
+
+_NO_FIND: Final = b""
+_FIND_FORMAT = "%s %T@ %i %p\\0"
+"""size, modification time (seconds, a point, nanoseconds and a 0), inode, path, NUL: what `_stamp` writes too."""
+SCAN_TIMEOUT_S = 30.0
+
+
+def scan_with_find(root: Path) -> dict[str, bytes] | bytes | None:
+    """The stamps by path; None when there are too many; `_NO_FIND` when GNU find cannot do it."""
+    find = shutil.which("find", path="/usr/bin:/bin")  # the system's, not one the project's PATH would pick
+    if find is None:
+        return _NO_FIND
+    skipped = ["(", "-name", ".git", "-o", "-path", f"*/{WORKTREES_FOLDER}", ")", "-prune", "-o"]
+    command = [find, os.fspath(root), *skipped, "!", "-type", "d", "-printf", _FIND_FORMAT]
+    environment = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+    try:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=environment
+        )
+    except OSError:
+        return _NO_FIND
+    watchdog = threading.Timer(SCAN_TIMEOUT_S, process.kill)
+    watchdog.start()
+    try:
+        output = _read_records(process)
+    finally:
+        watchdog.cancel()
+        process.kill()
+        code = process.wait()
+    if output is None:
+        return None
+    if code != 0 and not output:  # not GNU find (no -printf), or the root unreadable: Python says which
+        return _NO_FIND
+    stamps: dict[str, bytes] = {}
+    for record in output.split(b"\0")[:-1]:
+        stamp, _, path = record.partition(b" /")
+        stamps[os.fsdecode(b"/" + path)] = stamp
+    return stamps
+
+
+def _read_records(process: subprocess.Popen[bytes]) -> bytes | None:
+    """find's whole output; None once it lists more than `MAX_SCANNED_FILES` files."""
+    assert process.stdout is not None
+    chunks: list[bytes] = []
+    records = 0
+    while chunk := process.stdout.read(64 * 1024):
+        chunks.append(chunk)
+        records += chunk.count(b"\0")
+        if records > MAX_SCANNED_FILES:
+            return None
+    return b"".join(chunks)
+
+
+def scan_in_python(root: Path) -> dict[str, bytes] | None:
+    stamps: dict[str, bytes] = {}
     folders = [os.fspath(root)]
     while folders:
         folder = folders.pop()
@@ -282,16 +339,24 @@ def _scan(root: Path) -> dict[str, _Stamp] | None:
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in _SKIPPED_FOLDERS and entry.path != worktrees:
+                    if entry.name not in _SKIPPED_FOLDERS and not entry.path.endswith(_WORKTREES_END):
                         folders.append(entry.path)
                     continue
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            stamps[entry.path] = (info.st_size, info.st_mtime_ns, info.st_ino)
+            stamps[entry.path] = _stamp(info)
             if len(stamps) > MAX_SCANNED_FILES:
                 return None
     return stamps
+
+
+_WORKTREES_END = f"/{WORKTREES_FOLDER}"
+
+
+def _stamp(info: os.stat_result) -> bytes:
+    seconds, nanoseconds = divmod(info.st_mtime_ns, 1_000_000_000)
+    return f"{info.st_size} {seconds}.{nanoseconds:09d}0 {info.st_ino}".encode()
 
 
 def _bounded(files: list[FileChange], *, more: int, root: str, partial: str) -> FileChanges:

@@ -152,3 +152,34 @@ def test_the_kept_list_is_bounded_and_counts_the_rest(monkeypatch: pytest.Monkey
     other = FileChanges(files=tuple(change(f"b{i}", "created") for i in range(2)), more=7, root="/p")
     rolled = with_children(FileChanges(root="/p"), [("c", one), ("d", other)])
     assert [c.path for c in rolled.files] == ["a0", "a1"] and rolled.count == 18
+
+
+def test_find_and_the_python_scan_stamp_files_alike(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "odd name\nwith a newline").write_text("1")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("x")
+    (tmp_path / ".claude" / "worktrees" / "agent-1").mkdir(parents=True)
+    (tmp_path / ".claude" / "worktrees" / "agent-1" / "f").write_text("x")
+    (tmp_path / ".claude" / "settings.json").write_text("{}")
+    os.symlink("/etc/passwd", tmp_path / "link")
+    root = tmp_path.resolve()
+    by_find = file_changes.scan_with_find(root)
+    assert by_find == file_changes.scan_in_python(root)
+    assert isinstance(by_find, dict) and sorted(Path(p).name for p in by_find) == [
+        "link",
+        "odd name\nwith a newline",
+        "settings.json",
+    ]
+
+
+async def test_without_find_the_python_scan_finds_the_same_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_program(name: str, path: str | None = None) -> str | None:
+        return None
+
+    monkeypatch.setattr(file_changes.shutil, "which", no_program)
+    watch = await watched(tmp_path)
+    (tmp_path / "new.txt").write_text("a\n")
+    assert [c.path for c in (await watch.finish()).files] == ["new.txt"]
