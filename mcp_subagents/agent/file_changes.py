@@ -38,6 +38,8 @@ MAX_SCANNED_FILES = 20_000
 """A project with more files than this is not scanned: only the changes remembered before a call are listed."""
 MAX_COMPARED_BYTES = 1024 * 1024
 """Lines are counted in files up to this size (before and after); a larger one is listed without counts."""
+MAX_REMEMBERED_BYTES = 32 * 1024 * 1024
+"""What a run keeps of the files it is about to change, all together; files past it are compared by size alone."""
 MAX_KEPT_FILES = 500
 """How many changed files a task's record keeps; the rest are counted (`FileChanges.more`)."""
 _BINARY_SNIFF_BYTES = 8192
@@ -79,10 +81,10 @@ class FileChanges:
         return len(self.files) + self.more
 
 
-_TooLarge = int
-"""A file remembered only by its size: larger than `MAX_COMPARED_BYTES`."""
-_Content: TypeAlias = bytes | _TooLarge | None
-"""A file's content, its size when too large to compare, or None when there was no file."""
+_Stamp: TypeAlias = tuple[int, int, int]
+"""A file remembered by its size, modification time (ns) and inode alone: too large to compare by content."""
+_Content: TypeAlias = bytes | _Stamp | None
+"""A file's content, its stamp when too large to compare, or None when there was no file."""
 
 
 class ChangeWatch:
@@ -110,6 +112,7 @@ class ChangeWatch:
         self._partial = ""
         self._first_scanning: threading.Thread | None = None
         self._unseen_writes = unseen_writes
+        self._kept_bytes = 0
 
     def start(self) -> None:
         """Begin the first scan (when the run scans) in a thread of its own, so that it goes on while the model
@@ -140,7 +143,13 @@ class ChangeWatch:
         for raw in _written_paths(tool, arguments):
             path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw)))
             if path not in self._before:
-                self._before[path] = _content(path)
+                before = _content(path)
+                if isinstance(before, bytes):
+                    if self._kept_bytes + len(before) > MAX_REMEMBERED_BYTES:
+                        before = _file_stamp(path)  # listed all the same, without line counts
+                    else:
+                        self._kept_bytes += len(before)
+                self._before[path] = before
 
     async def finish(self) -> FileChanges:
         """The run's changes (with those of the run it resumed, if any); runs to its end even when cancelled."""
@@ -165,7 +174,8 @@ class ChangeWatch:
     def _remembered_changes(self) -> dict[str, FileChange]:
         found: dict[str, FileChange] = {}
         for path, before in self._before.items():
-            change = _compared(path, before, _content(path), outside=self._outside(path))
+            after = _file_stamp(path) if isinstance(before, tuple) else _content(path)
+            change = _compared(path, before, after, outside=self._outside(path))
             if change is not None:
                 found[path] = change
         return found
@@ -232,7 +242,7 @@ _DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
 def _content(path: str) -> _Content:
-    """The file's bytes, its size when larger than `MAX_COMPARED_BYTES`, None when no regular file is there."""
+    """The file's bytes, its stamp when larger than `MAX_COMPARED_BYTES`, None when no regular file is there."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
@@ -242,8 +252,16 @@ def _content(path: str) -> _Content:
         if not stat.S_ISREG(info.st_mode):
             return None
         if info.st_size > MAX_COMPARED_BYTES:
-            return info.st_size
+            return (info.st_size, info.st_mtime_ns, info.st_ino)
         return file.read(MAX_COMPARED_BYTES + 1)
+
+
+def _file_stamp(path: str) -> _Stamp | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ino) if stat.S_ISREG(info.st_mode) else None
 
 
 def _compared(path: str, before: _Content, after: _Content, *, outside: bool) -> FileChange | None:
@@ -251,7 +269,7 @@ def _compared(path: str, before: _Content, after: _Content, *, outside: bool) ->
     if before == after:
         return None
     kind: ChangeKind = "created" if before is None else "deleted" if after is None else "modified"
-    if isinstance(before, int) or isinstance(after, int):
+    if isinstance(before, tuple) or isinstance(after, tuple):
         return FileChange(path=path, kind=kind, outside=outside)
     old, new = before or b"", after or b""
     if b"\0" in old[:_BINARY_SNIFF_BYTES] or b"\0" in new[:_BINARY_SNIFF_BYTES]:

@@ -183,3 +183,24 @@ async def test_without_find_the_python_scan_finds_the_same_changes(
     watch = await watched(tmp_path)
     (tmp_path / "new.txt").write_text("a\n")
     assert [c.path for c in (await watch.finish()).files] == ["new.txt"]
+
+
+async def test_files_past_the_size_or_memory_limits_are_compared_by_stamp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(file_changes, "MAX_COMPARED_BYTES", 10)
+    monkeypatch.setattr(file_changes, "MAX_REMEMBERED_BYTES", 6)
+    (tmp_path / "large").write_text("twelve bytes")
+    (tmp_path / "untouched").write_text("twelve bytes")
+    (tmp_path / "first").write_text("1234\n")  # kept: 5 of the 6 bytes
+    (tmp_path / "second").write_text("5678\n")  # past the budget: its stamp only
+    watch = await watched(tmp_path, scan=False)
+    for name in ("large", "untouched", "first", "second"):
+        await watch.before_call("Write", {"file_path": name}, tmp_path)
+    before = (tmp_path / "large").stat().st_mtime_ns
+    (tmp_path / "large").write_text("TWELVE BYTES")  # the same size: the time tells it changed
+    os.utime(tmp_path / "large", ns=(before + 10**9, before + 10**9))  # a later tick than the coarse clock's
+    (tmp_path / "first").write_text("1234\nmore\n")
+    (tmp_path / "second").write_text("5678\nmore\n")
+    changes = await watch.finish()
+    assert [(c.path, c.added) for c in changes.files] == [("first", 1), ("large", None), ("second", None)]
