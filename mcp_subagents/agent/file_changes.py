@@ -14,12 +14,13 @@ The scans see the whole project: a change another task or the person made there 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
@@ -98,14 +99,17 @@ class ChangeWatch:
         allowed: Iterable[Path],
         scan: bool,
         unseen_writes: bool = False,
+        skipped: Iterable[Path] = (),
         earlier: FileChanges | None = None,
     ) -> None:
         """`scan`: the run may write through a tool that does not say what it writes (so the project is scanned
         at the start). `unseen_writes`: something may have written already, whatever the calls (a hook runs around
-        every call), so it is scanned at the end too; otherwise only when such a call ran."""
+        every call), so it is scanned at the end too; otherwise only when such a call ran. `skipped`: folders no scan
+        enters (the server's state directory, where the task's own files grow)."""
         self._root = Path(os.path.realpath(root))
         self._allowed = tuple(Path(os.path.realpath(folder)) for folder in allowed)
         self._scan = scan
+        self._skipped = tuple(os.path.realpath(folder) for folder in skipped)
         self._earlier = earlier
         self._before: dict[str, _Content] = {}
         self._first_scan: dict[str, bytes] | None = None
@@ -122,7 +126,7 @@ class ChangeWatch:
             self._first_scanning.start()
 
     def _scan_first(self) -> None:
-        self._first_scan = _scan(self._root)
+        self._first_scan = _scan(self._root, self._skipped)
         if self._first_scan is None:
             self._partial = f"the project has more than {MAX_SCANNED_FILES} files, so it was not scanned"
 
@@ -162,7 +166,7 @@ class ChangeWatch:
     def _changes(self) -> FileChanges:
         found = self._remembered_changes()
         if self._first_scan is not None and self._unseen_writes:
-            after = _scan(self._root)
+            after = _scan(self._root, self._skipped)
             if after is None:
                 self._partial = f"the project grew past {MAX_SCANNED_FILES} files during the run"
             else:
@@ -285,27 +289,33 @@ def line_counts(before: bytes, after: bytes) -> tuple[int, int]:
     return sum((new - old).values()), sum((old - new).values())
 
 
-def _scan(root: Path) -> dict[str, bytes] | None:
+Scan: TypeAlias = Callable[[Path, tuple[str, ...]], "dict[str, bytes] | bytes | None"]
+"""One way of scanning a folder: `scan_with_find`, `scan_in_python`."""
+
+
+def _scan(root: Path, skipped: tuple[str, ...] = ()) -> dict[str, bytes] | None:
     """The stamp of every file under `root` (symlinks not followed, `.git` and agents' worktrees skipped); None when
     there are more than `MAX_SCANNED_FILES`. GNU find does the stat calls in a process of its own, outside the
     interpreter's lock (the event loop goes on meanwhile); Python's scandir where find is missing or not GNU's."""
-    found = scan_with_find(root)
-    return scan_in_python(root) if isinstance(found, bytes) else found
+    found = scan_with_find(root, skipped)
+    return scan_in_python(root, skipped) if isinstance(found, bytes) else found
 
 
 _NO_FIND: Final = b""
 _FIND_FORMAT = "%s %T@ %i %p\\0"
 """size, modification time (seconds, a point, nanoseconds and a 0), inode, path, NUL: what `_stamp` writes too."""
 SCAN_TIMEOUT_S = 30.0
+_GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")
 
 
-def scan_with_find(root: Path) -> dict[str, bytes] | bytes | None:
+def scan_with_find(root: Path, skipped: tuple[str, ...] = ()) -> dict[str, bytes] | bytes | None:
     """The stamps by path; None when there are too many; `_NO_FIND` when GNU find cannot do it."""
     find = shutil.which("find", path="/usr/bin:/bin")  # the system's, not one the project's PATH would pick
     if find is None:
         return _NO_FIND
-    skipped = ["(", "-name", ".git", "-o", "-path", f"*/{WORKTREES_FOLDER}", ")", "-prune", "-o"]
-    command = [find, os.fspath(root), *skipped, "!", "-type", "d", "-printf", _FIND_FORMAT]
+    folders = [part for folder in skipped for part in ("-o", "-path", _GLOB_SPECIAL.sub(r"\\\g<0>", folder))]
+    pruned = ["(", "-name", ".git", "-o", "-path", f"*/{WORKTREES_FOLDER}", *folders, ")", "-prune", "-o"]
+    command = [find, os.fspath(root), *pruned, "!", "-type", "d", "-printf", _FIND_FORMAT]
     environment = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
     try:
         process = subprocess.Popen(
@@ -345,7 +355,7 @@ def _read_records(process: subprocess.Popen[bytes]) -> bytes | None:
     return b"".join(chunks)
 
 
-def scan_in_python(root: Path) -> dict[str, bytes] | None:
+def scan_in_python(root: Path, skipped: tuple[str, ...] = ()) -> dict[str, bytes] | None:
     stamps: dict[str, bytes] = {}
     folders = [os.fspath(root)]
     while folders:
@@ -357,7 +367,9 @@ def scan_in_python(root: Path) -> dict[str, bytes] | None:
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in _SKIPPED_FOLDERS and not entry.path.endswith(_WORKTREES_END):
+                    if not (
+                        entry.name in _SKIPPED_FOLDERS or entry.path.endswith(_WORKTREES_END) or entry.path in skipped
+                    ):
                         folders.append(entry.path)
                     continue
                 info = entry.stat(follow_symlinks=False)

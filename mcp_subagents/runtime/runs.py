@@ -198,7 +198,10 @@ class RunAssembly:
         scan = hooks or any(name not in WATCHED_WITHOUT_SCAN for name in run.tools)
         root = place.inside_worktree or place.project
         allowed = run.context.allowed_roots
-        return ChangeWatch(root=root, allowed=allowed, scan=scan, unseen_writes=hooks, earlier=earlier)
+        state = self._host.tasks.output_dir.parent  # the task's own transcript and output grow there
+        return ChangeWatch(
+            root=root, allowed=allowed, scan=scan, unseen_writes=hooks, skipped=(state,), earlier=earlier
+        )
 
     async def _prompt(
         self,

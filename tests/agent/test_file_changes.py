@@ -204,3 +204,16 @@ async def test_files_past_the_size_or_memory_limits_are_compared_by_stamp(
     (tmp_path / "second").write_text("5678\nmore\n")
     changes = await watch.finish()
     assert [(c.path, c.added) for c in changes.files] == [("first", 1), ("large", None), ("second", None)]
+
+
+@pytest.mark.parametrize("scan", [file_changes.scan_with_find, file_changes.scan_in_python])
+def test_the_state_directory_is_skipped_even_with_glob_characters_in_its_name(
+    tmp_path: Path, scan: file_changes.Scan
+) -> None:
+    state = tmp_path / "st[a]te*?"
+    (state / "tasks").mkdir(parents=True)
+    (state / "tasks" / "t.jsonl").write_text("{}\n")
+    (tmp_path / "stAte").mkdir()  # what the unescaped pattern would match instead
+    (tmp_path / "stAte" / "kept").write_text("x")
+    found = scan(tmp_path.resolve(), (str(state.resolve()),))
+    assert isinstance(found, dict) and [Path(p).name for p in found] == ["kept"]
