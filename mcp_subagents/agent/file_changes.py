@@ -13,6 +13,7 @@ The scans see the whole project: a change another task or the person made there 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -32,6 +33,8 @@ from ..core.json_values import JsonObject
 from ..permissions.read_only import read_only
 from ..permissions.shell_lexer import ShellSyntaxError, split_command
 from .worktrees import WORKTREES_FOLDER
+
+logger = logging.getLogger(__name__)
 
 ChangeKind: TypeAlias = Literal["created", "modified", "deleted"]
 
@@ -145,7 +148,10 @@ class ChangeWatch:
         if not self._unseen_writes and not _says_what_it_writes(tool, arguments):
             self._unseen_writes = True
         for raw in _written_paths(tool, arguments):
-            path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw)))
+            try:
+                path = os.path.realpath(os.path.join(cwd, os.path.expanduser(raw)))
+            except (OSError, ValueError):  # a component changed while realpath read it: the scan may see the file
+                continue
             if path not in self._before:
                 before = _content(path)
                 if isinstance(before, bytes):
@@ -160,7 +166,11 @@ class ChangeWatch:
         found: list[FileChanges] = []
         with anyio.CancelScope(shield=True):  # a stopped task's list is worth as much as a finished one's
             await self.first_scan_done()
-            found.append(await anyio.to_thread.run_sync(self._changes))
+            try:
+                found.append(await anyio.to_thread.run_sync(self._changes))
+            except Exception as exc:  # the list is a report: it never turns a task's ending into a failure
+                logger.exception("could not list the files a run changed")
+                found.append(FileChanges(root=str(self._root), partial=f"listing them failed: {exc}"))
         return found[0]
 
     def _changes(self) -> FileChanges:
@@ -249,15 +259,18 @@ def _content(path: str) -> _Content:
     """The file's bytes, its stamp when larger than `MAX_COMPARED_BYTES`, None when no regular file is there."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    except (OSError, ValueError):
         return None
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
+        try:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            if info.st_size > MAX_COMPARED_BYTES:
+                return (info.st_size, info.st_mtime_ns, info.st_ino)
+            return file.read(MAX_COMPARED_BYTES + 1)
+        except OSError:  # an I/O error reading it: as if it were not there
             return None
-        if info.st_size > MAX_COMPARED_BYTES:
-            return (info.st_size, info.st_mtime_ns, info.st_ino)
-        return file.read(MAX_COMPARED_BYTES + 1)
 
 
 def _file_stamp(path: str) -> _Stamp | None:
