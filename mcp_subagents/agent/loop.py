@@ -6,7 +6,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypeAlias, cast
+from pathlib import Path
+from typing import Literal, Protocol, TypeAlias, cast
 
 import anyio
 
@@ -47,6 +48,10 @@ hook's `updatedInput`), or None."""
 HOOK_STOPPED_CALL = "Not run: a hook stopped the agent before this call."
 
 
+class CallWatch(Protocol):
+    async def before_call(self, tool: str, arguments: JsonObject, cwd: Path) -> None: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRun:
     """Everything one run needs, resolved from the definition, the Task call and the settings."""
@@ -70,6 +75,8 @@ class AgentRun:
     unavailable_tools: Mapping[str, str] = field(default_factory=lambda: {})
     """Why tools under a name prefix are missing (an MCP server that did not start): the model reads it when it
     calls one."""
+    watch: CallWatch | None = None
+    """Told of each call just before it runs (the changed-files list remembers what a call is about to write)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -430,6 +437,8 @@ async def _invoke(run: AgentRun, call: ToolCall, state: _RunState) -> tuple[str,
         return f"Error: {exc.message}", True, context
     except ToolError as exc:
         return f"Error: {exc.message}", True, context
+    if run.watch is not None:
+        await run.watch.before_call(call.name, call.arguments, run.context.cwd)
     started = time.monotonic()
     content, failed, response = await _run_tool(run, tool, call, arguments)
     if run.hooks is None:

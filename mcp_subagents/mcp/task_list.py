@@ -15,6 +15,7 @@ import mcp_types as types
 from ..models.pricing import format_usd
 from ..permissions.asking import OpenQuestion
 from ..render import failure_message
+from ..render.changes import files_row
 from ..render.inert import inert_values
 from ..render.questions import always_text, button_labels, permission_message, question_headline
 from ..render.rows import stall_row
@@ -98,6 +99,7 @@ def task_entry(
         "questions": [question_entry(entry) for entry in questions],
         "end_notice": end_notice_text(record) if record.finished and record.parent is None else None,
         "stall": stall_row(stall),
+        "files": files_row(outcome.files if outcome is not None else None),
     }
 
 

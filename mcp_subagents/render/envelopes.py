@@ -12,6 +12,7 @@ from ..core.messages import Usage
 from ..permissions.asking import Denial, PermissionQuestion
 from ..tasks.outcome import NestedCounts, RunCounts, Stall, TaskOutcome
 from ..tasks.transcripts import TranscriptHeader
+from .changes import LISTED_FILES, changed_files_notes
 from .inert import inert
 from .questions import waiting_text
 
@@ -216,7 +217,10 @@ def outcome_text(record: TaskIdentity, outcome: TaskOutcome, *, max_chars: int |
     counts = outcome.counts
     stats = None if counts is None else _stats(record, counts)
     denied = denial_notes(outcome.denials)
-    extensions = extension_notes(outcome)
+    extensions = [
+        *extension_notes(outcome),
+        *changed_files_notes(outcome.files, limit=None if max_chars is None else LISTED_FILES),
+    ]
     match outcome.state:
         case "completed":
             notes = [*_completion_notes(record, outcome), *model_notes(record), *extensions, *denied]

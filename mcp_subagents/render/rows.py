@@ -8,6 +8,7 @@ from typing import Any
 from ..tasks.files import TaskSnapshot, WaitingQuestion
 from ..tasks.outcome import Stall
 from ..tasks.record import TaskLimits
+from .changes import files_row
 from .envelopes import stall_label, stall_text
 from .questions import always_text, button_labels, permission_message, question_headline
 
@@ -46,6 +47,7 @@ def task_row(snapshot: TaskSnapshot, *, stall_after: float = DEFAULT_STALL_AFTER
         "stall_after": stall_after,
         "stall": stall_row(snapshot.stall(stall_after)),
         "nested": _nested(snapshot),
+        "files": files_row(snapshot.outcome.files if snapshot.outcome is not None else None),
     }
 
 

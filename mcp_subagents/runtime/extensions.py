@@ -312,4 +312,6 @@ class Extender:
         if outcome.counts is not None:  # its tokens count in its parent's (its cost already does, as it spent)
             parent.resources.descendant_usage += outcome.counts.usage
             parent.resources.descendant_counts = parent.resources.descendant_counts.plus(outcome.counts)
+        if outcome.files is not None:  # its changed files are its parent's too, marked as its
+            parent.resources.child_files.append((child.id, outcome.files))
         return child, outcome

@@ -5,6 +5,7 @@ hold open for the run. Loaded at the first Task (or by the warm-up), never on th
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.attribution import attribution_block
+from ..agent.file_changes import WATCHED_WITHOUT_SCAN, ChangeWatch
 from ..agent.hooks import StartAnswer
 from ..agent.hooks.scripts import hook_scripts
 from ..agent.loop import AgentRun, RunResult, run_agent
@@ -191,12 +193,37 @@ class RunAssembly:
             place = await extender.isolate(place, held)
             extensions = await extender.open(launched.roots, place, held)
             run = self._agent_run(launched, record, model, extras, place, extensions, held)
-            start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
-            if start is not None and start.stop is not None:
-                return _stopped_at_start(start)
-            credit = self._credit(run, place, extensions)
-            prompt = await self._prompt(request, extras, place, extensions, start, credit)
-            return await run_agent(run, prompt, model=model, history=launched.history, on_event=listener)
+            watch = self._change_watch(launched, record, place, run)
+            watch.start()  # the first scan goes on while the model answers the first request
+            try:
+                if extensions.hooks is not None:
+                    await watch.first_scan_done()  # a start hook's changes come after the first scan
+                start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
+                if start is not None and start.stop is not None:
+                    return _stopped_at_start(start)
+                credit = self._credit(run, place, extensions)
+                prompt = await self._prompt(request, extras, place, extensions, start, credit)
+                run = replace(run, watch=watch)
+                return await run_agent(run, prompt, model=model, history=launched.history, on_event=listener)
+            finally:
+                record.resources.file_changes = await watch.finish()
+
+    def _change_watch(self, launched: _Launch, record: TaskRecord, place: RunPlace, run: AgentRun) -> ChangeWatch:
+        """The run's watch over the files it changes: the project (or its worktree) is scanned when a tool that
+        says nothing of what it writes (Bash, an MCP server's, a hook) may run."""
+        earlier = None
+        if launched.request.resume:  # a resumed task keeps the list of its earlier runs
+            with contextlib.suppress(SubagentsError):
+                previous = self._host.tasks.get(launched.request.resume, principal=record.owner).outcome
+                earlier = previous.files if previous is not None else None
+        hooks = run.hooks is not None
+        scan = hooks or any(name not in WATCHED_WITHOUT_SCAN for name in run.tools)
+        root = place.inside_worktree or place.project
+        allowed = run.context.allowed_roots
+        state = self._host.tasks.output_dir.parent  # the task's own transcript and output grow there
+        return ChangeWatch(
+            root=root, allowed=allowed, scan=scan, unseen_writes=hooks, skipped=(state,), earlier=earlier
+        )
 
     async def _prompt(
         self,

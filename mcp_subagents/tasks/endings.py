@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 
+from ..agent.file_changes import FileChanges, with_children
 from ..agent.loop import RunResult
 from ..core.errors import BudgetExceededError, SubagentsError, TurnsSpentError
 from .outcome import FailureKind, RunCounts, Stall, TaskOutcome
-from .record import TaskRecord
+from .record import RunResources, TaskRecord
 
 logger = logging.getLogger("mcp_subagents.tasks.manager")
 
@@ -113,3 +114,11 @@ def cancelled(record: TaskRecord) -> TaskOutcome:
     return TaskOutcome(
         state=state, counts=counts(record), denials=tuple(record.resources.denials), waited_for=waited_for
     )
+
+
+def changed_files(resources: RunResources) -> FileChanges | None:
+    """The files the task and the tasks it launched changed; None when none of them ran."""
+    own, children = resources.file_changes, resources.child_files
+    if not children:
+        return own
+    return with_children(own or FileChanges(), children)

@@ -27,7 +27,7 @@ from ..core.redaction import Redactor
 from ..core.state import AppendFile
 from ..models.pricing import ModelPrice
 from ..permissions.asking import Answer, OpenQuestion, PermissionQuestion
-from .endings import cancelled, completed, failed, stalled, timed_out
+from .endings import cancelled, changed_files, completed, failed, stalled, timed_out
 from .finished import close_interrupted_transcripts, load_finished
 from .outcome import TaskOutcome, redacted
 from .questions import ask_person, limits_paused
@@ -533,6 +533,7 @@ class TaskManager:
         pass_cost_up(record, self.lineage(record))  # what its tools spent after its last model response
         resources = record.resources
         outcome = replace(outcome, worktree=resources.worktree, server_problems=tuple(resources.server_problems))
+        outcome = replace(outcome, files=changed_files(resources))
         outcome = redacted(outcome, self._redact)
         record.outcome = outcome
         record.state = outcome.state

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeAlias
 
 from pydantic import TypeAdapter
 
+from ..agent.file_changes import FileChanges
 from ..agent.loop import StopKind
 from ..agent.mcp_servers.problem import ServerProblem
 from ..agent.worktrees import WorktreeReport
@@ -102,6 +103,9 @@ class TaskOutcome:
     worktree: WorktreeReport | None = None
     """`isolation: worktree`: the worktree kept (with what changed) or removed."""
     server_problems: tuple[ServerProblem, ...] = ()
+    files: FileChanges | None = None
+    """The files the task (and the tasks it launched) created, modified and deleted; None for a task that never ran
+    (or one written before the list existed)."""
     waited_for: PermissionQuestion | None = None
     """interrupted: the question the task was waiting on when the server stopped (resuming it asks again)."""
     rendered: str | None = None
@@ -120,6 +124,7 @@ def redacted(outcome: TaskOutcome, redact: Callable[[str], str]) -> TaskOutcome:
     )
     rendered = None if outcome.rendered is None else redact(outcome.rendered)
     problems = tuple(ServerProblem(p.name, redact(p.reason)) for p in outcome.server_problems)
+    files = None if outcome.files is None else _redacted_files(outcome.files, redact)
     return replace(
         outcome,
         text=redact(outcome.text),
@@ -128,7 +133,13 @@ def redacted(outcome: TaskOutcome, redact: Callable[[str], str]) -> TaskOutcome:
         rendered=rendered,
         stop_reason=redact(outcome.stop_reason),
         server_problems=problems,
+        files=files,
     )
+
+
+def _redacted_files(changes: FileChanges, redact: Callable[[str], str]) -> FileChanges:
+    files = tuple(replace(change, path=redact(change.path)) for change in changes.files)
+    return replace(changes, files=files, root=redact(changes.root))
 
 
 @cache

@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import anyio
 
+from ..agent.file_changes import FileChanges
 from ..agent.loop import RunEvent, RunResult
 from ..agent.worktrees import WorktreeReport
 from ..core.messages import Usage
@@ -185,6 +186,10 @@ class RunResources:
     """The task's open spans, when traces are on (`telemetry.py`)."""
     side_spend: SideSpend = field(default_factory=SideSpend)
     """What the task's tools spent on model requests of their own (WebFetch, WebSearch)."""
+    file_changes: FileChanges | None = None
+    """The files its run created, modified and deleted, once the run is over (None: the run never started)."""
+    child_files: list[tuple[str, FileChanges]] = field(default_factory=lambda: [])
+    """The files each nested task it launched changed, by task id, as each ended."""
 
 
 @dataclass(eq=False, slots=True, kw_only=True)

@@ -163,15 +163,17 @@
     const chart = el("div", { class: "chart" });
     const transcript = el("div", { class: "transcript" });
     const tree = el("section", { class: "tree", hidden: "" });
+    const files = el("section", { class: "files", hidden: "" });
     const points = [];
     view.replaceChildren(el("p", {}, el("a", { href: "#/" }, "← all tasks")), title, facts, question, actions,
-      tree, chart, el("h2", {}, "Transcript"), transcript);
+      tree, files, chart, el("h2", {}, "Transcript"), transcript);
     listen(`/api/tasks/${encodeURIComponent(taskId)}/events`, {
       task: (data) => {
         if (!data.task) return;
         renderSummary(data.task, title, facts, actions);
         renderQuestion(data.task, question);
         renderTree(data.task, tree);
+        renderFiles(data.task, files);
       },
       items: (data) => {
         for (const item of data.items) {
@@ -290,6 +292,21 @@
     buttons.push(el("button", { class: "deny", onclick: answer("deny") }, labels.deny));
     box.replaceChildren(...parts, el("div", { class: "choices" }, ...buttons,
       waiting.always ? el("span", { class: "muted always-text" }, waiting.always) : null), status);
+  }
+
+  // The files the task changed, once it has ended: one line each (what happened, the path, +added -removed).
+  function renderFiles(task, box) {
+    const changes = task.files;
+    box.hidden = !changes || !changes.count;
+    if (box.hidden) { box.replaceChildren(); return; }
+    const lines = changes.files.map((file) => el("li", { class: "file " + file.kind + (file.outside ? " outside" : "") },
+      file.line));
+    const unlisted = changes.count - changes.files.length;
+    if (unlisted > 0) lines.push(el("li", { class: "muted" }, `… and ${unlisted} more (tasks show lists them)`));
+    box.replaceChildren(el("h2", {}, `Files changed (${changes.count})`),
+      changes.root ? el("p", { class: "muted" }, "under " + changes.root) : null,
+      el("ul", { class: "file-list" }, ...lines),
+      changes.partial ? el("p", { class: "muted" }, "The list may miss changes: " + changes.partial + ".") : null);
   }
 
   function renderItem(item) {

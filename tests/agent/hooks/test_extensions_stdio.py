@@ -47,7 +47,9 @@ async def test_noisy_hooks_and_an_agent_server_leave_the_stdio_protocol_intact(
         async with Client(params, mode=mode) as client:
             body = text_of(await client.call_tool("Task", task))
             tools = await client.list_tools()
-    assert '<task_result agent="shouter">shouted</task_result>' in body
+    # The echo server writes its log in the project: the one change listed (the state directory's files are not).
+    assert '<task_result agent="shouter">shouted\n[Files the task changed (1) under ' in body
+    assert body.split("</task_result>")[0].endswith("\nmodified echo.log]")
     assert [tool.name for tool in tools.tools] == ["Task", "TaskOutput", "TaskStop"]
     tool_result = fake.requests[1]["body"]["messages"][-1]["content"][0]
     assert "SHOUTED:OVER STDIO" in json.dumps(tool_result)
