@@ -35,6 +35,12 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
+from ..core.messages import UserMessage
+from ..runtime.nesting import NestedTaskInput
+from ..tasks.outcome import TaskOutcome, encode_outcome
+from ..tasks.transcripts import encode_message
+from ..tools import builtin_tools
+from ..tools.base import input_schema
 from .entry import serve_here
 from .warm_wire import (
     DEFAULT_IDLE_S,
@@ -67,6 +73,12 @@ PRELOADED = (
     "mcp_subagents.sandbox.gate",
     "mcp_subagents.permissions.gate",
     "mcp_subagents.tools.shell",
+    "mcp_subagents.tools.files",
+    "mcp_subagents.tools.glob",
+    "mcp_subagents.tools.grep",
+    "mcp_subagents.tools.todo",
+    "mcp_subagents.tools.web",
+    "html.parser",
     "mcp_subagents.agent.project_context",
     "anthropic",
     "openai",
@@ -133,10 +145,21 @@ def _preload(log: TextIO) -> None:
             importlib.import_module(name)
         except ImportError as exc:
             print(f"not preloaded: {name}: {exc}", file=log, flush=True)
+    _build_process_caches()
     gc.collect()
     gc.freeze()  # what is imported stays: the forked servers share its pages instead of each copying them
     gc.enable()
     print(f"preloaded in {time.process_time() - started:.2f} s of CPU", file=log, flush=True)
+
+
+def _build_process_caches() -> None:
+    """What a server's first run builds once per process from nothing of a host's (the built-in tools' input
+    schemas, the nested Task's, the transcript's and outcome's encoders): built here, every forked server has it."""
+    for tool in builtin_tools().values():
+        tool.definition()
+    input_schema(NestedTaskInput)
+    encode_message(UserMessage(content=""))
+    encode_outcome(TaskOutcome(state="completed"))
 
 
 @dataclass(slots=True)

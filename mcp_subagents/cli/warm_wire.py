@@ -140,7 +140,8 @@ def _owned_private(folder: Path, *, exact: bool) -> bool:
 def code_key() -> str:
     """A digest of the code a server would run: the version, the interpreter and each of the package's files (its
     path, size and modification time), so an upgrade or an edited checkout never reaches an older server."""
-    digest = hashlib.sha256(f"{__version__}\0{sys.executable}\0{sys.version}".encode())
+    interpreter = os.path.realpath(sys.executable)  # `python` and `python3` of one environment are one
+    digest = hashlib.sha256(f"{__version__}\0{interpreter}\0{sys.prefix}\0{sys.version}".encode())
     package = Path(__file__).resolve().parent.parent
     for path, status in sorted(_python_files(package)):
         digest.update(f"{path}\0{status.st_size}\0{status.st_mtime_ns}\n".encode(errors="surrogateescape"))
