@@ -239,6 +239,7 @@ class WarmServer:
                 if pid == 0:
                     self._become_server(hello, descriptors, connection, listener, closing)
                 self.children.add(pid)
+                print(f"forked server {pid} for a host in {hello.cwd!r}", file=self.log, flush=True)
             finally:
                 for descriptor in descriptors:
                     os.close(descriptor)

@@ -109,7 +109,10 @@ def warm_disabled(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
 
 
 def warm_address(environ: Mapping[str, str]) -> WarmAddress | None:
-    """The address for this code, its folder made private; None when no folder of the person's own can be had."""
+    """The address for this code, its folder made private; None when no folder of the person's own can be had, or
+    off Linux (the peer check needs SO_PEERCRED)."""
+    if not sys.platform.startswith("linux"):
+        return None
     folder = _warm_folder(environ)
     return None if folder is None else WarmAddress(folder, code_key())
 

@@ -119,3 +119,21 @@ async def test_a_planted_socket_folder_is_not_used_and_the_server_serves_itself(
         assert place.warm_pids() == []  # no warm server was started there
         target = decoy if planted == "link" else folder
         assert list(target.iterdir()) == []  # and nothing was put in it
+
+
+def test_each_forked_server_tags_its_commands_apart_from_its_siblings() -> None:
+    """Commands run outside the sandbox carry a tag whose prefix names their server, and a server ending kills
+    what carries its tags: servers forked from one warm server must not share the prefix (they did, as it was
+    drawn when the module was imported)."""
+    from mcp_subagents.core.processes import new_tag
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write_end, new_tag().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    sibling = os.read(read_end, 100).decode()
+    os.close(read_end)
+    os.close(write_end)
+    assert sibling.split("-")[0] != new_tag().split("-")[0]
