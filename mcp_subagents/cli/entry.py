@@ -1,17 +1,16 @@
 """The `mcp-subagents` program's entry. A host's stdio server is served by the person's warm server when there is
 one (`cli.warm_relay`: this process only relays, and the server it stands for starts with everything imported);
 otherwise it answers the 2026 era's first requests from the last start's answers while the rest loads
-(`serve.early_answers`). Every command then runs as `commands` says."""
+(`serve.early_answers`). Every command then runs as `commands` says. What a relay needs is all this module imports
+at its top: a relay's start is a few standard modules."""
 
 from __future__ import annotations
 
-import gc
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 
-from ..serve.early_answers import EarlyStart, answer_cache, is_wire, serve_early, serves_stdio
+from ..serve.host_pipes import is_wire, serves_stdio
 from .warm_relay import attach
 from .warm_wire import warm_disabled
 
@@ -32,7 +31,14 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def serve_here(arguments: Sequence[str]) -> None:
     """Run the process's command line in this process (the warm server's forked servers start here)."""
-    early = _early_start(arguments) if _host_stdio_server(arguments) else None
+    early = None
+    if _host_stdio_server(arguments):
+        import gc
+
+        from ..serve.early_answers import answer_cache, serve_early
+
+        gc.disable()  # as `commands` does for a start-up: what it builds lives as long as the process
+        early = serve_early(answer_cache(_with_serve(arguments), os.environ, os.getcwd()), _load)
     from .commands import main as run  # after the early answers started: they answer while this loads
 
     run(arguments, early=early)
@@ -51,12 +57,9 @@ def _host_stdio_server(arguments: Sequence[str]) -> bool:
     return serves_stdio(_with_serve(arguments), os.environ) and is_wire(1)
 
 
-def _early_start(arguments: Sequence[str]) -> EarlyStart | None:
-    gc.disable()  # as `commands` does for a start-up: what it builds lives as long as the process
-    return serve_early(answer_cache(_with_serve(arguments), os.environ, os.getcwd()), _load)
-
-
 def _load() -> None:
     """Import what a start-up needs, beside the early answers."""
+    import importlib
+
     importlib.import_module("mcp_subagents.cli.commands")
     importlib.import_module("mcp_subagents.cli.serve")

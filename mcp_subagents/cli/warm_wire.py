@@ -20,9 +20,8 @@ import stat
 import struct
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from ..core.version import __version__
 
@@ -43,9 +42,9 @@ class WireError(Exception):
     """The other end broke the protocol or went away."""
 
 
-@dataclass(frozen=True, slots=True)
-class WarmAddress:
-    """Where the warm server for this code listens, and the lock the one serving it holds."""
+class WarmAddress(NamedTuple):
+    """Where the warm server for this code listens, and the lock the one serving it holds. (A NamedTuple, as Hello:
+    `dataclasses` imports `inspect`, a third of a relay's start.)"""
 
     folder: Path
     key: str
@@ -63,8 +62,7 @@ class WarmAddress:
         return self.folder / f"{self.key}.log"
 
 
-@dataclass(frozen=True, slots=True)
-class Hello:
+class Hello(NamedTuple):
     """What a relay hands the warm server: the process it stands for, as the server must become it."""
 
     argv: list[str]

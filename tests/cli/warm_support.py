@@ -4,6 +4,7 @@ the machine's, and every warm server started from it stopped at the end."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -21,6 +22,7 @@ from tests.stdio_raw import RawStdioServer
 from tests.support import TEST_API_KEY, server_environment
 
 WARM_MODULE = "mcp_subagents.cli.warm_server"
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ async def warm_place(tmp_path: Path) -> AsyncGenerator[WarmPlace]:
 @asynccontextmanager
 async def warm_place_in(place: WarmPlace) -> AsyncGenerator[WarmPlace]:
     """`place`, and every warm server started for it killed at the end."""
+    _stop_adopting_orphans()
     try:
         yield place
     finally:
@@ -82,6 +85,14 @@ async def warm_place_in(place: WarmPlace) -> AsyncGenerator[WarmPlace]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             await wait_until_gone(pid)
+
+
+def _stop_adopting_orphans() -> None:
+    """An in-process server test may have made this test process a child subreaper (`harden_server_process`): a
+    warm server, detached by a double fork, would then be re-parented here rather than to init, and the next
+    in-process server's `kill_descendants` would end it. A person's host is no subreaper; the tests' must not be."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 async def wait_until_listening(place: WarmPlace) -> int:
