@@ -102,6 +102,7 @@ def server_environment(home: Path, *, api_url: str = "http://127.0.0.1:9", **ext
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "MCP_SUBAGENTS_CWD": str(work),
         "MCP_SUBAGENTS_STATE_DIR": str(home / "state"),
+        "MCP_SUBAGENTS_NO_WARM": "1",  # a process of its own; bench/host.py and overhead.py measure the warm server
         "ANTHROPIC_API_KEY": BENCH_KEY,
         "ANTHROPIC_BASE_URL": api_url,
         **extra,

@@ -8,8 +8,11 @@ configured.
 
 Claude Code runs with a scratch HOME and the fake Messages API (bench/fake_api.py, script `host`, in a process of
 its own) as its provider, and so does our server (`python -m mcp_subagents serve` over stdio, as a host config
-starts it). Every `claude -p` runs under bench/whole_run.py, which times the process and adds up the CPU of it and
-all it started. Skipped, with the reason, when Claude Code is not installed. Only 127.0.0.1 is touched.
+starts it). The person's warm server (`cli.warm_server`) is started before the measured runs, as any earlier start
+on the machine would have left it; a run's CPU includes what the warm server spent on it (its own CPU and its forked
+server's, read from /proc before and after). The same pairs are then run cold (`--no-warm`). Every `claude -p` runs
+under bench/whole_run.py, which times the process and adds up the CPU of it and all it started. Skipped, with the
+reason, when Claude Code is not installed. Only 127.0.0.1 is touched.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_api import HOST_AGENT, HOST_TASK, HOST_TEXT, MAIN_DONE, OUR_TASK, is_main_request
 from harness import BENCH_KEY, ROOT, fake_api
+
+from mcp_subagents.cli.warm_wire import warm_address
 
 Json = dict[str, Any]
 
@@ -189,13 +194,13 @@ class Host:
         trusted = {"hasCompletedOnboarding": True, "projects": {str(self.project): {"hasTrustDialogAccepted": True}}}
         (self.home / ".claude.json").write_text(json.dumps(trusted), encoding="utf-8")
 
-    def configure(self, state: Path | None, relay_log: Path | None) -> None:
+    def configure(self, state: Path | None, relay_log: Path | None, *, cold: bool = False) -> None:
         """Our server over stdio with `state` as its state directory, or no server at all (state None), where
         `claude mcp add` puts it by default: the project's entry in ~/.claude.json. (A server given with
         `--mcp-config` instead is waited for before the first request; one in the config files is not.)"""
         servers: Json = {}
         if state is not None:
-            command = [sys.executable, "-m", "mcp_subagents", "serve"]
+            command = [sys.executable, "-m", "mcp_subagents", "serve", *(["--no-warm"] if cold else [])]
             if relay_log is not None:
                 command = [sys.executable, str(STDIO_TIMER), str(relay_log), *command]
             env = {
@@ -222,11 +227,12 @@ class Host:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
 
-    async def run(self, marker: str, *, state: Path | None, relay_log: Path | None = None) -> Run:
+    async def run(self, marker: str, *, state: Path | None, relay_log: Path | None = None, cold: bool = False) -> Run:
         """One `claude -p` whose main model does what `marker` says (fake_api.py), our server configured with
-        `state` as its state directory, or not configured (None)."""
+        `state` as its state directory, or not configured (None); `cold`: a server of its own (`--no-warm`)."""
         self.runs += 1
-        self.configure(state, relay_log)
+        self.configure(state, relay_log, cold=cold)
+        warm_before = warm_server_cpu()
         debug = self.root / f"debug-{self.runs}.log"
         measured, output = self.root / f"measured-{self.runs}.json", self.root / f"output-{self.runs}.json"
         prompt = f"{marker}: delegate this; the notes file: {self.notes}"
@@ -238,9 +244,10 @@ class Host:
         if figures["returncode"] != 0:
             raise SystemExit(f"claude -p failed ({figures}):\n{output.read_text(encoding='utf-8')[-3000:]}")
         connect_ms, request_after_ms = debug_log_figures(debug.read_text(encoding="utf-8") if debug.exists() else "")
+        await warm_servers_idle()
         return Run(
             wall_s=figures["wall_s"],
-            cpu_s=figures["cpu_s"],
+            cpu_s=figures["cpu_s"] + warm_server_cpu() - warm_before,
             result=str(json.loads(output.read_text(encoding="utf-8")).get("result", "")),
             requests=self.take_requests(),
             connect_ms=connect_ms,
@@ -278,6 +285,81 @@ async def whole_run(command: list[str], cwd: Path, env: dict[str, str], output: 
                     process.kill()
                 with anyio.CancelScope(shield=True):
                     await process.wait()
+
+
+# ---- the warm server ------------------------------------------------------------------------------------------------
+
+WARM_SERVER_MODULE = "mcp_subagents.cli.warm_server"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def warm_servers() -> list[int]:
+    """The warm servers running on this machine (any user's code key; the bench's is the only one it starts)."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if WARM_SERVER_MODULE.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+def warm_server_cpu() -> float:
+    """User + system CPU seconds of the warm servers and of the servers they forked and reaped (/proc's utime,
+    stime, cutime and cstime): what a run spent there, by difference, is part of the run's CPU."""
+    total = 0
+    for pid in warm_servers():
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(value) for value in fields[11:15])
+    return total / _CLOCK_TICKS
+
+
+async def warm_servers_idle() -> None:
+    """Wait (at most 10 s) until the servers the warm servers forked have ended and been reaped, so their CPU
+    is in the warm servers' figures."""
+    with anyio.move_on_after(10):
+        while True:
+            if not any(_children(pid) for pid in warm_servers()):
+                return
+            await anyio.sleep(0.02)
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return [
+            child for task in Path(f"/proc/{pid}/task").iterdir() for child in (task / "children").read_text().split()
+        ]
+    except OSError:
+        return []
+
+
+async def start_warm_server(host: Host) -> None:
+    """Start the warm server as a person's first start would, outside bench/whole_run.py (a subreaper, which
+    would adopt it and end it with the run): one server start with our settings whose stdin closes at once."""
+    host.configure(host.warm_state, None)
+    environment = {**host.environment(), "MCP_SUBAGENTS_STATE_DIR": str(host.warm_state)}
+    command = [sys.executable, "-m", "mcp_subagents", "serve"]
+    process = await anyio.open_process(command, env=environment, stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    async with process:  # stdin and stdout pipes, as a host's: an empty stdin ends that first server at once
+        assert process.stdin is not None
+        await process.stdin.aclose()
+        await process.wait()
+    with anyio.fail_after(60):
+        while True:
+            if warm_servers() and _serving(environment):
+                return
+            await anyio.sleep(0.05)
+
+
+def _serving(environment: dict[str, str]) -> bool:
+    """The warm server for this code listens (it preloads first): its log says so."""
+    address = warm_address(environment)
+    if address is None:
+        raise SystemExit(f"no private folder for the warm server: {environment}")
+    with contextlib.suppress(OSError):
+        return "serving on" in address.log_path.read_text(encoding="utf-8", errors="replace")
+    return False
 
 
 BUSY_LOOP = [sys.executable, "-c", "while True: pass"]
@@ -417,6 +499,23 @@ async def task_against_agent(host: Host, plan: Plan) -> list[float]:
     return [run.connect_ms for run in pairs.ours if run.connect_ms is not None]
 
 
+async def cold_task_against_agent(host: Host, plan: Plan) -> None:
+    """Figure 2 without the warm server (`--no-warm`): what every start cost before it, and what a first start
+    on a machine still costs."""
+    mine: list[Run] = []
+    other: list[Run] = []
+    for number in range(plan.pairs):
+        ours = (mine, HOST_TASK, host.warm_state, True)
+        theirs = (other, HOST_AGENT, None, False)
+        for into, marker, state, cold in (ours, theirs) if number % 2 == 0 else (theirs, ours):
+            into.append(await host.run(marker, state=state, cold=cold))
+    pairs = Pairs(mine, other)
+    _check_delegated(pairs.ours, OUR_TASK)
+    print(f"the same, our server cold (--no-warm: a server of its own, as every start was before), {plan.pairs} pairs:")
+    print(f"  {pairs.line('wall_s')}")
+    print(f"  {pairs.line('cpu_s')}")
+
+
 async def configured_against_not(host: Host, plan: Plan) -> None:
     """Figure 3: our server configured but never called, against no server; the main model answers at once."""
     pairs = await alternated(host, plan.pairs, (HOST_TEXT, host.warm_state), (HOST_TEXT, None))
@@ -457,10 +556,12 @@ async def main(plan: Plan) -> None:
         log = Path(tmp) / "requests.jsonl"
         async with fake_api("host", 0.0, log=log) as url:
             host = Host(Path(tmp), url, log)
-            await host.run(HOST_TASK, state=host.warm_state)  # warm-up: disk caches, .pyc files, the state dir
+            await host.run(HOST_TASK, state=host.warm_state, cold=True)  # warm-up: disk caches, .pyc, state dir
             await host.run(HOST_AGENT, state=None)
+            await start_warm_server(host)
             idle_connect = await task_against_agent(host, plan)
             await configured_against_not(host, plan)
+            await cold_task_against_agent(host, plan)
             relayed = await relay_runs(host, plan)
             by_load = await first_request_figure(host, plan)  # the loaded runs last: others' figures stay clean
             spawn_to_tools_list(relayed, idle_connect + by_load.get(0, []))

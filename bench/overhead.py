@@ -11,10 +11,13 @@ Only 127.0.0.1 is touched: the model is `tests/fakes/fake_llm.py` (a dummy key, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from mcp import Client  # noqa: E402
 
+from mcp_subagents.cli.warm_wire import warm_address  # noqa: E402
 from mcp_subagents.config.settings import Settings  # noqa: E402
 from mcp_subagents.mcp.server import build_server  # noqa: E402
 from mcp_subagents.models.anthropic import AnthropicModel  # noqa: E402
@@ -128,10 +132,24 @@ class FirstTask:
     """The first Task, sent FIRST_TASK_PAUSE seconds after tools/list."""
     later_ms: float
     """The Task right after it, on the same server."""
+    at_once_ms: float
+    """A cold server's first Task sent right after tools/list, as Claude Code does."""
+    at_once_later_ms: float
+    warm_ms: float
+    """The same from a server the warm server forked (a later start)."""
+    warm_later_ms: float
 
     @property
     def ratio(self) -> float:
         return self.first_ms / self.later_ms
+
+    @property
+    def at_once_ratio(self) -> float:
+        return self.at_once_ms / self.at_once_later_ms
+
+    @property
+    def warm_ratio(self) -> float:
+        return self.warm_ms / self.warm_later_ms
 
 
 # ---- the server in memory ------------------------------------------------------------------------------------------
@@ -335,6 +353,7 @@ def server_environment(tmp: Path) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "MCP_SUBAGENTS_CWD": str(work),
         "MCP_SUBAGENTS_STATE_DIR": str(tmp / "state"),
+        "MCP_SUBAGENTS_NO_WARM": "1",  # cold starts: the warm server has a figure of its own
         # A configured provider, as in a host's config; nothing listens there and no Task runs.
         "ANTHROPIC_API_KEY": "test",
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
@@ -455,8 +474,11 @@ def _task_call(request_id: int) -> Json:
     return _request(request_id, "tools/call", {"name": "Task", "arguments": TASK})
 
 
-async def time_first_and_later_task(fake: FakeLLM, command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Spawn a stdio server, list its tools, pause as a person would, then time its first Task and the next one."""
+async def time_first_and_later_task(
+    fake: FakeLLM, command: list[str], env: dict[str, str], pause: float = FIRST_TASK_PAUSE
+) -> tuple[float, float]:
+    """Spawn a stdio server, list its tools, pause as a person would (or not, as Claude Code does not), then time
+    its first Task and the next one."""
     fake.reset()
     fake.push(turn(text("first")), turn(text("second")))
     process = await anyio.open_process(command, env=env, cwd=env["HOME"])
@@ -465,7 +487,7 @@ async def time_first_and_later_task(fake: FakeLLM, command: list[str], env: dict
     try:
         with anyio.fail_after(120):
             await _list_tools(process.stdin, stdout)
-            await anyio.sleep(FIRST_TASK_PAUSE)  # the pause is what is measured against, not a wait for a state
+            await anyio.sleep(pause)  # the pause is what is measured against, not a wait for a state
             timings: list[float] = []
             for request_id in (3, 4):
                 started = time.perf_counter()
@@ -485,13 +507,54 @@ async def time_first_and_later_task(fake: FakeLLM, command: list[str], env: dict
 
 async def measure_first_task(fake: FakeLLM, counts: Counts, tmp: Path) -> FirstTask:
     env = {**server_environment(tmp), "ANTHROPIC_BASE_URL": fake.url}
+    paused = await _first_and_later(fake, env, counts.first_task_spawns, FIRST_TASK_PAUSE)
+    at_once = await _first_and_later(fake, env, counts.first_task_spawns, 0.0)
+    runtime = tmp / "run"  # a warm server of this bench's own, ended below
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    warm_env = {**env, "MCP_SUBAGENTS_NO_WARM": "0", "XDG_RUNTIME_DIR": str(runtime)}
+    warm = await _started_warm_server(warm_env)
+    try:
+        warm_at_once = await _first_and_later(fake, warm_env, counts.first_task_spawns, 0.0)
+    finally:
+        os.kill(warm, signal.SIGTERM)
+    return FirstTask(*paused, *at_once, *warm_at_once)
+
+
+async def _first_and_later(fake: FakeLLM, env: dict[str, str], spawns: int, pause: float) -> tuple[float, float]:
     firsts: list[float] = []
     laters: list[float] = []
-    for _ in range(counts.first_task_spawns):
-        first, later = await time_first_and_later_task(fake, our_command(), env)
+    for _ in range(spawns):
+        first, later = await time_first_and_later_task(fake, our_command(), env, pause)
         firsts.append(first)
         laters.append(later)
-    return FirstTask(first_ms=_ms(statistics.median(firsts)), later_ms=_ms(statistics.median(laters)))
+    return _ms(statistics.median(firsts)), _ms(statistics.median(laters))
+
+
+async def _started_warm_server(env: dict[str, str]) -> int:
+    """A first start that leaves the warm server (stdin closed at once); its pid once it listens."""
+    process = await anyio.open_process(our_command(), env=env, stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    async with process:
+        assert process.stdin is not None
+        await process.stdin.aclose()
+        await process.wait()
+    address = warm_address(env)
+    assert address is not None
+    with anyio.fail_after(60):
+        while True:  # a detached process says it is ready only through its socket and log
+            with contextlib.suppress(OSError):
+                if "serving on" in address.log_path.read_text(encoding="utf-8"):
+                    return int(_warm_pid(address.folder))
+            await anyio.sleep(0.05)
+
+
+def _warm_pid(folder: Path) -> int:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+                if b"mcp_subagents.cli.warm_server" in words and str(folder).encode() in words:
+                    return int(entry.name)
+    raise BenchError(f"the warm server of {folder} is not running")
 
 
 # ---- report --------------------------------------------------------------------------------------------------------
@@ -542,6 +605,18 @@ def report(counts: Counts, trips: RoundTrips, concurrency: Concurrency, cold: Co
                 "ratio",
                 f"{first.ratio:.2f}",
                 f"(first {first.first_ms:.0f} ms, next {first.later_ms:.0f} ms; median of {counts.first_task_spawns})",
+            ),
+            _row(
+                "first Task right after tools/list / next, cold",
+                "ratio",
+                f"{first.at_once_ratio:.2f}",
+                f"(first {first.at_once_ms:.0f} ms, next {first.at_once_later_ms:.0f} ms)",
+            ),
+            _row(
+                "... from the warm server (a later start)",
+                "ratio",
+                f"{first.warm_ratio:.2f}",
+                f"(first {first.warm_ms:.0f} ms, next {first.warm_later_ms:.0f} ms)",
             ),
         ]
     )

@@ -10,6 +10,10 @@ from hypothesis import settings
 
 from tests.fakes.fake_llm import FakeLLM
 
+# A server a test starts is a process of its own unless the test asks for the warm server (tests/cli/warm_support.py):
+# one the machine's warm server served would outlive the test and share nothing of its tmp_path.
+os.environ["MCP_SUBAGENTS_NO_WARM"] = "1"
+
 # The suite draws the same examples every run, so a red run is the change's doing and can be repeated; the
 # property tests' own settings build on this profile. MCP_SUBAGENTS_HYPOTHESIS=explore draws new examples instead
 # (with MCP_SUBAGENTS_FUZZ_EXAMPLES for more of them), to look for cases no earlier run met.

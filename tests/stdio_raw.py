@@ -26,10 +26,15 @@ class RawStdioServer:
 
     @classmethod
     async def start(
-        cls, environ: dict[str, str], *, stderr: int | None = subprocess.DEVNULL, prefix: tuple[str, ...] = ()
+        cls,
+        environ: dict[str, str],
+        *,
+        stderr: int | None = subprocess.DEVNULL,
+        prefix: tuple[str, ...] = (),
+        arguments: tuple[str, ...] = (),
     ) -> RawStdioServer:
-        """`prefix` goes before the command (e.g. setpriv to run the server as another user)."""
-        command = [*prefix, sys.executable, "-m", "mcp_subagents", "serve"]
+        """`prefix` goes before the command (e.g. setpriv to run the server as another user), `arguments` after."""
+        command = [*prefix, sys.executable, "-m", "mcp_subagents", "serve", *arguments]
         process = await anyio.open_process(command, env=environ, stderr=stderr)
         server = cls(process)
         await server.request(

@@ -122,13 +122,14 @@ def server_environment(
 ) -> dict[str, str]:
     """The whole environment of a server or command subprocess (`python -m mcp_subagents ...`), none of it taken
     from the test runner's: `home` as HOME, system tools only on PATH, questions denied after `QUIET_ASK_TIMEOUT`,
-    the state directory (`home/state` unless given), then when given the project (`MCP_SUBAGENTS_CWD`, created), the
-    fake Messages API and the sandbox mode, and last `variables` as they are."""
+    no warm server, the state directory (`home/state` unless given), then when given the project
+    (`MCP_SUBAGENTS_CWD`, created), the fake Messages API and the sandbox mode, and last `variables` as they are."""
     environ = {
         "HOME": str(home),
         "PATH": path,
         "MCP_SUBAGENTS_STATE_DIR": str(state or home / "state"),
         "MCP_SUBAGENTS_ASK_TIMEOUT": str(QUIET_ASK_TIMEOUT),
+        "MCP_SUBAGENTS_NO_WARM": "1",  # a server of its own: tests/cli/test_warm_server.py tries the warm server
     }
     if work is not None:
         work.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("cli.commands", "cli.run"): _ONE_COMMAND,
     ("cli.commands", "cli.serve"): _ONE_COMMAND,
     ("cli.entry", "cli.commands"): "a stdio server answers a host's opening requests while the commands load",
+    ("cli.entry", "serve.early_answers"): "a relay to the warm server starts on a few standard modules only",
     ("cli.commands", "cli.tasks"): _ONE_COMMAND,
     ("cli.prescan", "definitions"): _PRESCAN_CHILD,
     ("cli.prescan", "definitions.cache"): _PRESCAN_CHILD,

@@ -129,6 +129,8 @@ class Settings:
     dashboard: bool = False
     """Serve the browser dashboard next to the MCP server (on 127.0.0.1)."""
     dashboard_port: int = 0
+    no_warm: bool = False
+    """Read by the program's entry before the settings exist (`cli.warm_wire.warm_disabled`); kept for `--help`."""
     sandbox: str = "auto"
     """Bash sandbox: auto (on wherever bubblewrap works), auto-allow (auto, and sandboxed commands run without asking,
     as `sandbox.autoAllowBashIfSandboxed: true` says), on (refuse to start without it), off."""
@@ -519,6 +521,13 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         switch=True,
     ),
     Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", port_number),
+    Option(
+        "--no-warm",
+        "no_warm",
+        "a stdio server of its own: neither use nor start the warm server that serves later starts at once",
+        _boolean,
+        switch=True,
+    ),
 )
 
 

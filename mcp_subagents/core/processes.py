@@ -33,6 +33,16 @@ _PR_SET_CHILD_SUBREAPER = 36
 _RUNTIME_PREFIX = secrets.token_hex(4)
 
 
+def _new_runtime_prefix() -> None:
+    """A forked process is another server (the warm server forks one per host): its commands get tags of their
+    own, so one server's `kill_tagged` never reaches a sibling's commands."""
+    global _RUNTIME_PREFIX
+    _RUNTIME_PREFIX = secrets.token_hex(4)
+
+
+os.register_at_fork(after_in_child=_new_runtime_prefix)
+
+
 def new_tag() -> str:
     """A tag for one command; every tag of this server process starts with the same prefix."""
     return f"{_RUNTIME_PREFIX}-{secrets.token_hex(6)}"

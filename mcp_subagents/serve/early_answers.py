@@ -114,28 +114,6 @@ def _state_dir(argv: Sequence[str], environ: Mapping[str, str]) -> Path:
     return default_state_dir(environ)
 
 
-def serves_stdio(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
-    """`argv` (with its command) serves MCP on stdio, and stdin is a pipe or socket a host writes to."""
-    if not argv or argv[0] != "serve" or any(word in ("-h", "--help", "--version") for word in argv):
-        return False
-    transport = environ.get("MCP_SUBAGENTS_TRANSPORT", "stdio")
-    for index, word in enumerate(argv):
-        if word == "--transport" and index + 1 < len(argv):
-            transport = argv[index + 1]
-        elif word.startswith("--transport="):
-            transport = word.removeprefix("--transport=")
-    return transport == "stdio" and is_wire(0)
-
-
-def is_wire(fd: int) -> bool:
-    """`fd` is a pipe or a socket: what a host hands its stdio server (not a terminal, not a file)."""
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
 @dataclass(frozen=True, slots=True)
 class Served:
     """A request answered early: its method, the digest of its params, and the line as it came."""

@@ -26,8 +26,9 @@ from typing import Any
 
 import anyio
 
-from .early_answers import ACKNOWLEDGED, is_wire
+from .early_answers import ACKNOWLEDGED
 from .early_check import EarlyCheck
+from .host_pipes import is_wire
 from .jsonrpc_guard import wire_json
 
 logger = logging.getLogger(__name__)

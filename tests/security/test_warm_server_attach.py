@@ -1,0 +1,139 @@
+"""Attacks on the warm server: another user attaching to it (to get a server that runs as its owner, with their
+environment's keys), and a folder planted where its socket will be (to catch the relay's hello: the host's
+environment and descriptors). Each would have worked against a socket in a shared folder, or without the peer
+check."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.cli.warm_support import WarmPlace, start_through_relay, wait_until_listening, warm_place, warm_place_in
+from tests.fakes.fake_llm import FakeLLM, text, turn
+
+pytestmark = pytest.mark.anyio
+
+NOBODY = 65534
+SETPRIV = shutil.which("setpriv")
+SYSTEM_PYTHON = "/usr/bin/python3"
+as_root_with_setpriv = pytest.mark.skipif(
+    os.geteuid() != 0 or SETPRIV is None or not Path(SYSTEM_PYTHON).exists(),
+    reason="needs root, setpriv and /usr/bin/python3 to act as another user",
+)
+
+ATTACKER = r"""
+import json, os, socket, struct, sys
+path = sys.argv[1]
+read_end, write_end = os.pipe()
+out_read, out_write = os.pipe()
+hello = json.dumps({"argv": ["x", "serve"], "environ": {"PATH": "/usr/bin"}, "cwd": "/", "umask": 18}).encode()
+connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    connection.connect(path)
+except OSError as exc:
+    print("connect refused:", exc.strerror)
+    sys.exit(0)
+try:
+    socket.send_fds(connection, [struct.pack("!I", len(hello))], [read_end, out_write, 2])
+    connection.sendall(hello)
+    reply = connection.recv(100)
+except OSError:  # the server closed the connection
+    reply = b""
+os.close(out_write)
+os.write(write_end, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode() + b"\n")
+os.close(write_end)
+print("reply:", reply.decode() or "none", "| served:", os.read(out_read, 100).decode() or "nothing")
+"""
+
+
+@pytest.fixture
+def shared_runtime() -> Iterator[Path]:
+    """A runtime folder another user may pass through (as /run/user/<uid> is not, but a careless setup might be)."""
+    runtime = Path(tempfile.mkdtemp(prefix="warm-attack-", dir="/tmp"))
+    runtime.chmod(0o711)
+    try:
+        yield runtime
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@as_root_with_setpriv
+async def test_another_user_can_neither_reach_nor_use_the_warm_server(shared_runtime: Path, tmp_path: Path) -> None:
+    place = WarmPlace(shared_runtime, tmp_path / "home")
+    async with warm_place_in(place):
+        await (await start_through_relay(place.environment(work=tmp_path / "w"))).close()
+        warm = await wait_until_listening(place)
+        socket_path = place.address.socket_path
+        assert stat.S_IMODE(place.address.folder.stat().st_mode) == 0o700
+        said = await attack_as_nobody_with(socket_path)
+        assert "connect refused" in said  # the folder is its owner's alone
+
+        # Even with the folder and the socket opened to everyone, the kernel's word on who connected decides.
+        place.address.folder.chmod(0o711)
+        socket_path.chmod(0o666)
+        said = await attack_as_nobody_with(socket_path)
+        assert "reply: none | served: nothing" in said, said
+        assert place.children_of(warm) == []
+        assert "refused a connection from another user" in place.address.log_path.read_text()
+
+
+async def attack_as_nobody_with(socket_path: Path) -> str:
+    script = ATTACKER.replace("sys.argv[1]", repr(str(socket_path)))
+    done = await anyio.run_process(
+        [SETPRIV or "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", SYSTEM_PYTHON, "-c", script],
+        check=False,
+    )
+    return done.stdout.decode() + done.stderr.decode()
+
+
+@pytest.mark.parametrize("planted", ["other owner", "link", "open to all"])
+async def test_a_planted_socket_folder_is_not_used_and_the_server_serves_itself(
+    tmp_path: Path, fake: FakeLLM, planted: str
+) -> None:
+    if planted == "other owner" and os.geteuid() != 0:
+        pytest.skip("making a folder another user's needs root")
+    async with warm_place(tmp_path) as place:
+        folder = place.address.folder
+        decoy = tmp_path / "decoy"
+        if planted == "link":
+            decoy.mkdir(mode=0o700)
+            folder.symlink_to(decoy)
+        else:
+            folder.mkdir(mode=0o700)
+            folder.chmod(0o777)
+            if planted == "other owner":
+                os.chown(folder, NOBODY, NOBODY)
+        session = await start_through_relay(place.environment(fake, work=tmp_path / "w"))
+        fake.push(turn(text("served all the same")))
+        task = {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}
+        answer = await session.call_tool("Task", task)
+        assert "served all the same" in answer
+        await session.close()
+        assert place.warm_pids() == []  # no warm server was started there
+        target = decoy if planted == "link" else folder
+        assert list(target.iterdir()) == []  # and nothing was put in it
+
+
+def test_each_forked_server_tags_its_commands_apart_from_its_siblings() -> None:
+    """Commands run outside the sandbox carry a tag whose prefix names their server, and a server ending kills
+    what carries its tags: servers forked from one warm server must not share the prefix (they did, as it was
+    drawn when the module was imported)."""
+    from mcp_subagents.core.processes import new_tag
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.write(write_end, new_tag().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    sibling = os.read(read_end, 100).decode()
+    os.close(read_end)
+    os.close(write_end)
+    assert sibling.split("-")[0] != new_tag().split("-")[0]
