@@ -30,14 +30,14 @@ PROCESS_TAG_VARIABLE = "MCP_SUBAGENTS_PROCESS_TAG"
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
-_RUNTIME_PREFIX = secrets.token_hex(4)
+_runtime_prefix = secrets.token_hex(4)
 
 
 def _new_runtime_prefix() -> None:
     """A forked process is another server (the warm server forks one per host): its commands get tags of their
     own, so one server's `kill_tagged` never reaches a sibling's commands."""
-    global _RUNTIME_PREFIX
-    _RUNTIME_PREFIX = secrets.token_hex(4)
+    global _runtime_prefix
+    _runtime_prefix = secrets.token_hex(4)
 
 
 os.register_at_fork(after_in_child=_new_runtime_prefix)
@@ -45,7 +45,7 @@ os.register_at_fork(after_in_child=_new_runtime_prefix)
 
 def new_tag() -> str:
     """A tag for one command; every tag of this server process starts with the same prefix."""
-    return f"{_RUNTIME_PREFIX}-{secrets.token_hex(6)}"
+    return f"{_runtime_prefix}-{secrets.token_hex(6)}"
 
 
 @dataclass(slots=True)
