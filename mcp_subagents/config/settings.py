@@ -521,13 +521,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         switch=True,
     ),
     Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", port_number),
-    Option(
-        "--no-warm",
-        "no_warm",
-        "a stdio server of its own: neither use nor start the warm server that serves later starts at once",
-        _boolean,
-        switch=True,
-    ),
+    Option("--no-warm", "no_warm", "serve in this process: no warm server used or started", _boolean, switch=True),
 )
 
 

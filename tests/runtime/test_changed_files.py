@@ -90,7 +90,7 @@ def parent_and_child(request: ModelRequest) -> ModelResponse:
     if done:
         return text("parent done")
     child = {"description": "nested", "prompt": "child: write", "subagent_type": "worker"}
-    return tool_call("Task", child)
+    return tool_call("Agent", child)
 
 
 async def test_nested_changes_roll_up_marked_with_the_child(tmp_path: Path) -> None:
