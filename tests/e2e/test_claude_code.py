@@ -27,6 +27,22 @@ pytestmark = pytest.mark.anyio
 CLAUDE = Path(os.environ.get("MCP_SUBAGENTS_CLAUDE") or CHECKOUT / ".ci-node" / "node_modules" / ".bin" / "claude")
 KEY = "sk-test-key-12345"
 
+
+def claude_environment(home: Path, fake: FakeLLM, **extra: str) -> dict[str, str]:
+    """What `claude -p` runs with: a scratch HOME, the fake as its provider, telemetry, updates and other traffic
+    off, and `extra`."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": fake.url,
+        "ANTHROPIC_API_KEY": KEY,
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        **extra,
+    }
+
+
 HOOK = """\
 import json, sys
 question = json.load(sys.stdin)
@@ -122,15 +138,7 @@ async def run_claude(tmp_path: Path, fake: FakeLLM, *, allowed_tools: str) -> tu
             [str(CLAUDE), *arguments],
             cwd=project,
             check=False,
-            env={
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "HOME": str(home),
-                "ANTHROPIC_BASE_URL": fake.url,
-                "ANTHROPIC_API_KEY": KEY,
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            },
+            env=claude_environment(home, fake),
         )
     output = run.stdout.decode(errors="replace")
     assert run.returncode == 0, f"{output}\n{run.stderr.decode(errors='replace')}"
@@ -233,16 +241,7 @@ async def test_claude_code_passes_its_whole_environment_to_a_stdio_server_under_
             [str(CLAUDE), "-p", "hello", "--mcp-config", str(config), "--strict-mcp-config"],
             cwd=project,
             check=False,
-            env={
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "HOME": str(home),
-                "ANTHROPIC_BASE_URL": fake.url,
-                "ANTHROPIC_API_KEY": KEY,
-                "SOMETHING_OF_THE_SHELL": "kept",
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            },
+            env=claude_environment(home, fake, SOMETHING_OF_THE_SHELL="kept"),
         )
     bare, own = (json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8")) for name in ("bare", "own"))
     assert (bare["ANTHROPIC_API_KEY"], own["ANTHROPIC_API_KEY"]) == (KEY, "sk-entry-key")

@@ -14,7 +14,6 @@ Runs when the `claude` binary is found (see test_claude_code.py).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -22,7 +21,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from tests.e2e.test_claude_code import CLAUDE, KEY, NEEDS_CLAUDE
+from tests.e2e.test_claude_code import CLAUDE, KEY, NEEDS_CLAUDE, claude_environment
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 from tests.support import server_environment
 
@@ -99,15 +98,7 @@ async def _run(tmp_path: Path, fake: FakeLLM) -> tuple[str, str, list[str]]:
     debug = tmp_path / "debug.log"
     arguments = ["-p", "Delegate the work.", "--mcp-config", str(config), "--strict-mcp-config"]
     arguments += ["--allowedTools", "mcp__subagents__Task", "--output-format", "json", "--debug-file", str(debug)]
-    environment = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": fake.url,
-        "ANTHROPIC_API_KEY": KEY,
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
+    environment = claude_environment(home, fake)
     with anyio.fail_after(240):
         run = await anyio.run_process([str(CLAUDE), *arguments], cwd=project, check=False, env=environment)
     output = run.stdout.decode(errors="replace")

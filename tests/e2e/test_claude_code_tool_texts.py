@@ -27,7 +27,7 @@ from mcp_subagents.tools import ToolContext, builtin_tools, sanitized_environmen
 from mcp_subagents.tools.base import structured_response
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 
-from .test_claude_code import CLAUDE, KEY, NEEDS_CLAUDE
+from .test_claude_code import CLAUDE, NEEDS_CLAUDE, claude_environment
 
 pytestmark = [pytest.mark.anyio, NEEDS_CLAUDE]
 
@@ -99,16 +99,7 @@ async def run_claude_code(root: Path, fake: FakeLLM) -> tuple[Path, list[dict[st
     trusted = {"hasCompletedOnboarding": True, "projects": {str(project): {"hasTrustDialogAccepted": True}}}
     (home / ".claude.json").write_text(json.dumps(trusted), encoding="utf-8")
     fake.default = script(project)
-    environment = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "ANTHROPIC_BASE_URL": fake.url,
-        "ANTHROPIC_API_KEY": KEY,
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "IS_SANDBOX": "1",  # bypassPermissions as root (CI containers)
-    }
+    environment = claude_environment(home, fake, IS_SANDBOX="1")  # bypassPermissions as root (CI containers)
     arguments = ["-p", "Delegate the work.", "--output-format", "json", "--permission-mode", "bypassPermissions"]
     with anyio.fail_after(240):
         done = await anyio.run_process([str(CLAUDE), *arguments], cwd=project, env=environment, check=False)

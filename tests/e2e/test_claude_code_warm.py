@@ -5,7 +5,6 @@ answers the same way both times. Runs when the `claude` binary is found (see tes
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -14,7 +13,7 @@ import anyio
 import pytest
 
 from tests.cli.warm_support import WarmPlace, wait_until_listening, warm_place_in
-from tests.e2e.test_claude_code import CLAUDE, KEY, NEEDS_CLAUDE
+from tests.e2e.test_claude_code import CLAUDE, KEY, NEEDS_CLAUDE, claude_environment
 from tests.fakes.fake_llm import FakeLLM, Turn, text, tool_use, turn
 
 pytestmark = [pytest.mark.anyio, NEEDS_CLAUDE]
@@ -45,15 +44,7 @@ async def claude_p(place: WarmPlace, fake: FakeLLM, project: Path, config: Path)
             [str(CLAUDE), *arguments],
             cwd=project,
             check=False,
-            env={
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "HOME": str(place.home),
-                "ANTHROPIC_BASE_URL": fake.url,
-                "ANTHROPIC_API_KEY": KEY,
-                "DISABLE_TELEMETRY": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            },
+            env=claude_environment(place.home, fake),
         )
     output = run.stdout.decode(errors="replace")
     assert run.returncode == 0, f"{output}\n{run.stderr.decode(errors='replace')}"
