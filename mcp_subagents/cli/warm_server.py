@@ -49,7 +49,6 @@ from .warm_wire import (
     MessageReader,
     WarmAddress,
     WireError,
-    code_key,
     peer_uid,
     receive_hello,
     send_message,
@@ -103,8 +102,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("usage: python -P -m mcp_subagents.cli.warm_server FOLDER KEY")
     address = WarmAddress(Path(arguments[0]), arguments[1])
     expected = warm_address(os.environ)
-    if expected is None or expected != address or code_key() != address.key:
-        raise SystemExit(0)  # another folder or other code: the relay that started this one will not find it
+    if expected is None or expected.folder != address.folder:
+        raise SystemExit(0)  # not the person's own folder as this environment names it: listen nowhere else
+    # The key is the relay's digest of the code it found, taken a moment ago: were the files changed since, this
+    # server (which imports them now) would serve under a name no later relay looks for, and leave when idle.
     lock = _exclusive_lock(address.lock_path)
     if lock is None:
         raise SystemExit(0)  # another warm server for this code is already starting or serving

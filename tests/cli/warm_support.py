@@ -32,7 +32,11 @@ class WarmPlace:
 
     @property
     def address(self) -> WarmAddress:
-        return WarmAddress(self.runtime / "mcp-subagents", code_key())
+        """The folder and the socket's name as the relay makes them. The name is the digest the relay takes of the
+        code; the socket found in the folder is the one its warm server made."""
+        folder = self.runtime / "mcp-subagents"
+        made = sorted(folder.glob("*.sock")) if folder.is_dir() else []
+        return WarmAddress(folder, made[0].stem if made else code_key())
 
     def environment(
         self, fake: FakeLLM | None = None, *, work: Path | None = None, key: str = TEST_API_KEY, **variables: str

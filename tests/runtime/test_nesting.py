@@ -186,9 +186,11 @@ async def test_a_nested_task_waiting_for_a_place_shows_as_queued(tmp_path: Path)
         release.set()
         with anyio.fail_after(10):
             done = text_of(await client.call_tool("TaskOutput", {"task_id": parent}))
-    assert started == ["child 0", "child 1"]
+    assert sorted(started) == ["child 0", "child 1"]  # both ran, one after the other (which first is not fixed)
     tree = status.split("<subtasks>")[1].split("</subtasks>")[0].strip().splitlines()
-    assert "[running] sonnet · 1 turn(s)" in tree[0] and "[queued] sonnet · 0 turn(s)" in tree[1]  # the second waits
+    assert len(tree) == 2
+    assert sum("[running] sonnet · 1 turn(s)" in line for line in tree) == 1
+    assert sum("[queued] sonnet · 0 turn(s)" in line for line in tree) == 1  # the other waits for the place
     assert "both answered" in done
 
 
