@@ -110,9 +110,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     if lock is None:
         raise SystemExit(0)  # another warm server for this code is already starting or serving
     log = _private_log(address.log_path)
-    time.sleep(START_DELAY_S)
-    _preload(log)
-    WarmServer(address, lock, log, idle_s=_idle_seconds()).serve()
+    try:
+        time.sleep(START_DELAY_S)
+        _preload(log)
+        WarmServer(address, lock, log, idle_s=_idle_seconds()).serve()
+    except Exception:  # its stderr is /dev/null: what ended it goes to its log
+        traceback.print_exc(file=log)
+        log.flush()
+        raise SystemExit(1) from None
 
 
 def _exclusive_lock(path: Path) -> int | None:

@@ -33,6 +33,7 @@ DEFAULT_IDLE_S = 1800.0
 FOLDER_MODE = 0o700
 HELLO_LIMIT = 4 * 1024 * 1024
 """The largest command line, environment and folder a relay may send (an environment is rarely over 100 KiB)."""
+_FOLDER_LIMIT = 107 - len("/0123456789abcdef0123.sock")
 _FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 _LENGTH = struct.Struct("!I")
 _PEER_CREDENTIALS = struct.Struct("3i")
@@ -117,9 +118,9 @@ def warm_address(environ: Mapping[str, str]) -> WarmAddress | None:
 
 def _warm_folder(environ: Mapping[str, str]) -> Path | None:
     runtime = environ.get("XDG_RUNTIME_DIR", "")
-    if runtime and os.path.isabs(runtime) and _owned_private(Path(runtime), exact=False):
-        candidate = Path(runtime) / "mcp-subagents"
-    else:
+    candidate = Path(runtime) / "mcp-subagents"
+    usable = runtime and os.path.isabs(runtime) and _owned_private(Path(runtime), exact=False)
+    if not usable or len(os.fsencode(candidate)) > _FOLDER_LIMIT:  # a Unix socket's path has at most 107 bytes
         candidate = Path("/tmp") / f"mcp-subagents-{os.getuid()}"
     with contextlib.suppress(FileExistsError, OSError):
         os.mkdir(candidate, FOLDER_MODE)

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import anyio
 import pytest
 from anyio.abc import Process
 
+from mcp_subagents.cli.warm_wire import warm_address
 from tests.cli.warm_support import WarmPlace, start_through_relay, wait_until_listening, warm_place
 from tests.fakes.fake_llm import FakeLLM, text, turn
 from tests.processes import is_running, wait_until_gone
@@ -149,3 +152,18 @@ async def test_an_idle_warm_server_leaves_and_no_warm_starts_none(tmp_path: Path
         await wait_until_gone(warm)
         assert not place.address.socket_path.exists()
         assert not is_running(warm)
+
+
+def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_the_users_tmp_folder(tmp_path: Path) -> None:
+    """A Unix socket's path has at most 107 bytes: a warm server in a deeper runtime folder could never listen."""
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir(mode=0o700)
+    address = warm_address({"XDG_RUNTIME_DIR": str(deep)})
+    assert address is not None and address.folder == Path("/tmp") / f"mcp-subagents-{os.getuid()}"
+    assert len(os.fsencode(address.socket_path)) <= 107
+    near = Path(tempfile.mkdtemp(prefix="w-", dir="/tmp"))
+    try:
+        assert (near_address := warm_address({"XDG_RUNTIME_DIR": str(near)})) is not None
+        assert near_address.folder == near / "mcp-subagents"
+    finally:
+        shutil.rmtree(near, ignore_errors=True)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import socket
+import tempfile
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -72,10 +74,14 @@ class WarmPlace:
 
 @asynccontextmanager
 async def warm_place(tmp_path: Path) -> AsyncGenerator[WarmPlace]:
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    async with warm_place_in(WarmPlace(runtime, tmp_path / "home")) as place:
-        yield place
+    """A runtime folder of its own, short (a socket's path has at most 107 bytes, and xdist's tmp_path is long;
+    with a longer one the relay would use the machine's /tmp/mcp-subagents-<uid>)."""
+    runtime = Path(tempfile.mkdtemp(prefix="warm-", dir="/tmp"))
+    try:
+        async with warm_place_in(WarmPlace(runtime, tmp_path / "home")) as place:
+            yield place
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @asynccontextmanager
@@ -102,12 +108,25 @@ def _stop_adopting_orphans() -> None:
 async def wait_until_listening(place: WarmPlace) -> int:
     """The warm server's pid once it accepts connections (it preloads for a few seconds first). Nothing tells a
     test when a detached process is ready but its socket: this looks at it until it answers, for at most 60 s."""
-    with anyio.fail_after(60):
-        while True:
-            pids = place.warm_pids()
-            if pids and place.accepts():
-                return pids[0]
-            await anyio.sleep(0.05)
+    try:
+        with anyio.fail_after(60):
+            while True:
+                pids = place.warm_pids()
+                if pids and place.accepts():
+                    return pids[0]
+                await anyio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"no warm server listens: {_diagnosis(place)}") from None
+
+
+def _diagnosis(place: WarmPlace) -> str:
+    """What a test that waited in vain saw: the folder, the warm server's log, this process's subreaper state."""
+    folder = place.runtime / "mcp-subagents"
+    listing = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else "no folder"
+    logs = {path.name: path.read_text(errors="replace") for path in folder.glob("*.log")} if folder.is_dir() else {}
+    status = Path("/proc/self/status").read_text()
+    warm = [line for line in status.splitlines() if line.startswith(("NoNewPrivs", "Seccomp", "SigBlk", "SigIgn"))]
+    return f"folder {listing}; logs {logs}; this process {warm}; warm servers {place.warm_pids()}"
 
 
 async def start_through_relay(environ: dict[str, str], *arguments: str) -> RawStdioServer:

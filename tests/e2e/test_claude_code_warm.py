@@ -5,7 +5,9 @@ answers the same way both times. Runs when the `claude` binary is found (see tes
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, cast
 
@@ -52,8 +54,7 @@ async def claude_p(place: WarmPlace, fake: FakeLLM, project: Path, config: Path)
 
 
 async def test_claude_codes_second_session_is_served_by_the_warm_server(tmp_path: Path, fake: FakeLLM) -> None:
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
+    runtime = Path(tempfile.mkdtemp(prefix="warm-", dir="/tmp"))  # short: a socket's path has at most 107 bytes
     place = WarmPlace(runtime, tmp_path / "home")
     project = tmp_path / "project"
     for folder in (place.home / ".claude", project):
@@ -69,12 +70,15 @@ async def test_claude_codes_second_session_is_served_by_the_warm_server(tmp_path
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"subagents": server}}), encoding="utf-8")
     fake.default = script
-    async with warm_place_in(place):
-        first = await claude_p(place, fake, project, config)
-        assert "SUBAGENT says hello" in first
-        await wait_until_listening(place)
-        second = await claude_p(place, fake, project, config)
-        assert "SUBAGENT says hello" in second
-        log = place.address.log_path.read_text(encoding="utf-8")
-        assert log.count("forked server") == 1, log  # the second session, and only it
-        assert str(project) in log  # forked for Claude Code's project folder
+    try:
+        async with warm_place_in(place):
+            first = await claude_p(place, fake, project, config)
+            assert "SUBAGENT says hello" in first
+            await wait_until_listening(place)
+            second = await claude_p(place, fake, project, config)
+            assert "SUBAGENT says hello" in second
+            log = place.address.log_path.read_text(encoding="utf-8")
+            assert log.count("forked server") == 1, log  # the second session, and only it
+            assert str(project) in log  # forked for Claude Code's project folder
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
