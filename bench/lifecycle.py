@@ -54,7 +54,7 @@ def three_turns(body: dict[str, Any]) -> Turn:
     answered = sum(1 for message in body["messages"] if message["role"] == "assistant")
     if answered < TURNS_PER_TASK - 1:
         return turn(tool_use("TodoWrite", {"todos": [{"content": "step", "status": "in_progress"}]}))
-    prompt = body["messages"][0]["content"][0]["text"]
+    prompt = body["messages"][0]["content"][-1]["text"]  # the prompt is the first message's last block
     return turn(text(f"finished {prompt}"))
 
 
