@@ -462,7 +462,9 @@ async def _run_tool(
     except Exception as exc:
         logger.exception("tool %s crashed in agent %s", call.name, run.agent)
         return f"Error: {call.name} failed unexpectedly: {type(exc).__name__}: {exc}", True, None
-    return safe_text(answer), False, structured_response(answer)
+    # Plain text in the conversation: the answer's structured form (and the file contents it holds) is for this
+    # call's hooks only; kept in the history it would stay in memory and break a request sent to a model process.
+    return str(safe_text(answer)), False, structured_response(answer)
 
 
 def _unknown_tool(run: AgentRun, name: str) -> str:

@@ -151,6 +151,10 @@ class ToolAnswer(str):
     def response(self) -> object:
         return self._build()
 
+    def __reduce__(self) -> tuple[type[str], tuple[str]]:
+        """Pickled (for a model process) as the plain text: the structure's builder is a closure."""
+        return (str, (str(self),))
+
 
 def structured_response(answer: str) -> Callable[[], object] | None:
     """How to build the structured form of a tool's answer, when the tool gave one."""

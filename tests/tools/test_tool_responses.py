@@ -135,3 +135,15 @@ async def test_without_a_hook_to_ask_write_does_not_read_the_file_it_replaces(ct
     response = await response_of(quiet, "Write", {"file_path": str(target), "content": "new\n"})
     assert (response["type"], response["originalFile"], response["structuredPatch"]) == ("update", None, [])
     assert target.read_text(encoding="utf-8") == "new\n"
+
+
+def test_an_answer_travels_to_a_model_process_as_its_text() -> None:
+    """Requests go to model processes pickled (`--model-processes`): an answer whose structured form is built by a
+    closure failed to pickle there, and every TodoWrite or Write result broke the request."""
+    import pickle
+
+    from mcp_subagents.tools.base import ToolAnswer
+
+    answer = ToolAnswer("The todo list is now empty.", lambda: {"oldTodos": [], "newTodos": []})
+    copied = pickle.loads(pickle.dumps(answer))
+    assert copied == "The todo list is now empty." and type(copied) is str
