@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from ..core.sockets import receive_exactly
 from ..core.version import __version__
 
 NO_WARM_VARIABLE = "MCP_SUBAGENTS_NO_WARM"
@@ -185,23 +186,15 @@ def receive_hello(connection: socket.socket, descriptor_count: int) -> tuple[Hel
         (length,) = _LENGTH.unpack(header)
         if length > HELLO_LIMIT:
             raise WireError(f"a hello of {length} bytes is over the limit")
-        return Hello.decode(_receive_exactly(connection, length)), descriptors
+        try:
+            body = receive_exactly(connection, length)
+        except EOFError:
+            raise WireError("the connection closed in the middle of the hello") from None
+        return Hello.decode(body), descriptors
     except (WireError, OSError):
         for descriptor in descriptors:
             os.close(descriptor)
         raise
-
-
-def _receive_exactly(connection: socket.socket, length: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = length
-    while remaining:
-        chunk = connection.recv(min(remaining, 1 << 16))
-        if not chunk:
-            raise WireError("the connection closed in the middle of the hello")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def send_message(connection: socket.socket, message: Mapping[str, int]) -> None:

@@ -13,6 +13,8 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ..core.sockets import receive_exactly
+
 _HEADER = struct.Struct("!I")
 MAX_FRAME = 1 << 30
 """A request carries the whole conversation, which compaction keeps far below this."""
@@ -69,7 +71,7 @@ def receive_frame_blocking(sock: socket.socket) -> object:
         EOFError: the other end closed.
         FrameError: as `FrameReader.receive`.
     """
-    return _decode(_receive_exactly(sock, _payload_length(_receive_exactly(sock, _HEADER.size))))
+    return _decode(receive_exactly(sock, _payload_length(receive_exactly(sock, _HEADER.size))))
 
 
 def _payload_length(header: bytes) -> int:
@@ -77,18 +79,6 @@ def _payload_length(header: bytes) -> int:
     if length > MAX_FRAME:
         raise FrameError(f"a frame of {length} bytes announced, over the limit of {MAX_FRAME}")
     return length
-
-
-def _receive_exactly(sock: socket.socket, size: int) -> bytes:
-    chunks: list[bytes] = []
-    left = size
-    while left:
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            raise EOFError("the other end closed the socket")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def _decode(payload: bytes) -> object:
