@@ -194,7 +194,7 @@ async def _ignore(_: RunEvent) -> None:
 
 async def run_agent(
     run: AgentRun,
-    prompt: str | UserMessage,
+    prompt: str | UserMessage | None,
     *,
     model: Model,
     history: Sequence[Message] = (),
@@ -202,7 +202,8 @@ async def run_agent(
 ) -> RunResult:
     """Loop model request -> tool calls -> tool results until the model answers without tools.
 
-    `prompt` is the next user message: plain text, or a message that carries context blocks (a new run's first).
+    `prompt` is the next user message: plain text, or a message that carries context blocks (a new run's first);
+    None goes on from `history` as it stands (a run another server began, whose last message is the user's).
 
     Raises:
         ModelAPIError: the provider failed after its retries.
@@ -210,7 +211,8 @@ async def run_agent(
         RunError: the run cannot go on (context window full even after compaction).
     """
     state = _RunState(messages=list(history), on_event=on_event or _ignore)
-    await state.append(prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt))
+    if prompt is not None:
+        await state.append(prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt))
     definitions = tuple(tool.definition() for tool in run.tools.values())
     while state.turns < run.max_turns:
         if state.should_compact(run.compact_threshold):

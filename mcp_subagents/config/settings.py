@@ -136,6 +136,8 @@ class Settings:
     as `sandbox.autoAllowBashIfSandboxed: true` says), on (refuse to start without it), off."""
     keep_days: int = 30
     """Task files older than this many days are removed at start (0 keeps everything)."""
+    database_url: str | None = None
+    """A team's Postgres database (`postgresql://...`): tasks kept there, any replica serves any task."""
 
     @property
     def working_directory(self) -> Path:
@@ -260,6 +262,15 @@ def _http_url(raw: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"must be an http(s) URL, got {raw!r}")
     return raw
+
+
+def database_url(raw: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("postgresql", "postgres") or not (parts.netloc or parts.query):
+        raise ValueError("must be a Postgres URL, postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
+    return raw.strip()
 
 
 def _setting_sources(raw: str) -> tuple[str, ...]:
@@ -455,6 +466,15 @@ RUN_OPTIONS: tuple[Option, ...] = (
     ),
 )
 
+DATABASE_OPTION = Option(
+    "--database-url",
+    "database_url",
+    "serve as one replica of a team: tasks kept in this Postgres database, any replica serves any task, a stopped "
+    "replica's tasks carried on by another (pip install 'mcp-subagents[team]')",
+    database_url,
+    metavar="URL",
+)
+
 SERVE_OPTIONS: tuple[Option, ...] = (
     Option(
         "--transport",
@@ -522,6 +542,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     ),
     Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", port_number),
     Option("--no-warm", "no_warm", "serve in this process: no warm server used or started", _boolean, switch=True),
+    DATABASE_OPTION,
 )
 
 

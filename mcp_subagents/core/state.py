@@ -8,7 +8,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -60,9 +60,11 @@ class AppendFile:
     Opened at the first append and kept open until `close`: on a busy server, opening the file for every line cost
     more than writing it. The descriptor is not inherited by child processes."""
 
-    def __init__(self, path: Path, *, errors: str = "strict") -> None:
+    def __init__(self, path: Path, *, errors: str = "strict", copy: Callable[[str], None] | None = None) -> None:
+        """`copy` gets every piece of text appended, once it is written (a team's replica mirrors the file)."""
         self.path = path
         self._errors = errors
+        self._copy = copy
         self._fd: int | None = None
 
     def open(self) -> None:
@@ -83,6 +85,8 @@ class AppendFile:
         data = memoryview(text.encode("utf-8", self._errors))
         while data:
             data = data[os.write(self._fd, data) :]
+        if self._copy is not None:
+            self._copy(text)
 
     def close(self) -> None:
         if self._fd is not None:

@@ -140,7 +140,7 @@ class TaskCalls:
         ahead (None) when the task ends within the foreground deadline; otherwise the call says it still runs."""
         app = self.app
         try:
-            record = app.tasks.get(task_id, principal=principal_of(ctx.request))
+            record = await app.tasks.fetch(task_id, principal=principal_of(ctx.request))
         except TaskNotFoundError:
             return None  # the launch reports it
         if record.finished:
@@ -200,7 +200,7 @@ async def settle_round(
     questions not to send again in this chain of calls, or the result for an answer that came too late."""
     assert state.task is not None
     try:
-        record = app.tasks.get(state.task, principal=principal_of(ctx.request))
+        record = await app.tasks.fetch(state.task, principal=principal_of(ctx.request))
     except TaskNotFoundError:
         return _text(stale_answer_text(None, task_id=state.task), is_error=True)
     board = app.tasks.root(record).resources.questions

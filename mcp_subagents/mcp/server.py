@@ -203,7 +203,7 @@ class _Handlers:
                 from .task_list import task_list_call
 
                 tokens = self.answer_tokens if client_supports_apps(ctx) else None  # only the view gets tokens
-                return task_list_call(app, principal_of(ctx.request), tokens)
+                return await task_list_call(app, principal_of(ctx.request), tokens)
             case "TaskAnswer":
                 from .task_answer import task_answer_call
 
@@ -274,7 +274,7 @@ async def _call_task_stop(app: Subagents, arguments: dict[str, Any], principal: 
     from ..render.status import already_finished_text, stop_pending_text, stopped_text
 
     request = parse_arguments("TaskStop", TaskStopInput, arguments)
-    record = app.tasks.get(request.target, principal=principal)
+    record = await app.tasks.fetch(request.target, principal=principal)
     if record.finished:
         return _text(already_finished_text(record))
     await app.tasks.stop(record.id)

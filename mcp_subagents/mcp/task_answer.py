@@ -29,7 +29,7 @@ async def task_answer_call(
         QuestionClosedError: the question was answered already, timed out, or its task ended.
     """
     request = parse_arguments("TaskAnswer", TaskAnswerInput, arguments)
-    record = app.tasks.get(request.task_id, principal=principal)
+    record = await app.tasks.fetch(request.task_id, principal=principal)
     if not tokens.matches(principal, request.question_id, request.token):
         return _text(wrong_answer_token_text(request.question_id), is_error=True)
     receipt = await app.answers.answer(record, request.question_id, request.choice, by=principal, via=VIA)

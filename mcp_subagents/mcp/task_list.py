@@ -31,12 +31,12 @@ OUTPUT_LINES = 6
 """How many of the latest output lines each task shows."""
 
 
-def task_list_call(app: Subagents, principal: str, tokens: AnswerTokens | None) -> types.CallToolResult:
+async def task_list_call(app: Subagents, principal: str, tokens: AnswerTokens | None) -> types.CallToolResult:
     """`principal`'s tasks; with `tokens` (a host with MCP Apps), the answer token of each open question."""
     tasks = app.tasks
     entries: list[dict[str, Any]] = []
     issued: dict[str, str] = {}
-    for record in tasks.tasks_of(principal):
+    for record in await tasks.list_of(principal):
         questions = tasks.open_questions(record) if record.parent is None and not record.finished else []
         recent, queue = tasks.recent_output(record, 800), tasks.queue_position(record)
         entry = task_entry(

@@ -23,7 +23,7 @@ async def task_output_call(
     ctx: ServerRequestContext[Any], app: Subagents, params: types.CallToolRequestParams
 ) -> TaskCallResult:
     request = parse_arguments("TaskOutput", TaskOutputInput, dict(params.arguments or {}))
-    record = app.tasks.get(request.task_id, principal=principal_of(ctx.request))
+    record = await app.tasks.fetch(request.task_id, principal=principal_of(ctx.request))
     state = round_state(params.request_state)
     shown: list[str] = []
     if state is not None and state.task is not None:

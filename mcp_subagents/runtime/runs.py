@@ -38,10 +38,11 @@ from ..sandbox import RunSandbox
 from ..sandbox.hidden import ReadDenials
 from ..sandbox.layout import resolve_setting_path
 from ..sandbox.wide import too_wide
-from ..tasks.record import Listener, TaskBudget, TaskRecord
+from ..tasks.record import CarriedTask, Listener, TaskBudget, TaskRecord
 from ..tasks.transcripts import read_history
 from ..tools import BUILTIN_TOOL_NAMES
 from ..tools.base import ModelAccess, ToolContext
+from .carry_on import launch_record
 from .extensions import Extender, Extensions, RunPlace
 from .gates import QuestionTerms, SandboxTerms, read_filter, redirect_check, run_gate
 from .host import RunHost
@@ -63,6 +64,8 @@ class _Launch:
     model: ModelChoice
     effort: EffortLevel | None
     """The effort the model is asked for (None: a model that takes none, or an OpenAI endpoint not asked)."""
+    carried: bool = False
+    """Another replica began the run: it goes on from its conversation (no new prompt, no start hooks)."""
 
 
 class RunAssembly:
@@ -84,11 +87,15 @@ class RunAssembly:
         parent: TaskRecord | None = None,
         place: RunPlace | None = None,
         trace_meta: Mapping[str, Any] | None = None,
+        carried: CarriedTask | None = None,
     ) -> TaskRecord:
-        """Start a task; returns at once (see `Subagents.launch`)."""
+        """Start a task; returns at once (see `Subagents.launch`). `carried`: a task taken over from another
+        replica of a team, which goes on from its conversation under its own id."""
         host = self._host
         history: list[Message] = []
-        if request.resume:
+        if carried is not None:
+            definition, history = host.definition(carried.agent, catalog), list(carried.history)
+        elif request.resume:
             definition, history = self._resumed(request.resume, request.agent, principal, catalog)
         else:
             definition = host.definition(request.agent or DEFAULT_AGENT, catalog)
@@ -108,6 +115,7 @@ class RunAssembly:
             place=place,
             model=choice,
             effort=effort,
+            carried=carried is not None and bool(history),
         )
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
@@ -130,6 +138,8 @@ class RunAssembly:
             budget=budget,
             turns=request.max_turns,
             trace_meta=trace_meta,
+            launch=launch_record(request, roots, principal, project) if host.tasks.team is not None else None,
+            carried=carried,
         )
 
     def _resumed(
@@ -198,11 +208,14 @@ class RunAssembly:
             try:
                 if extensions.hooks is not None:
                     await watch.first_scan_done()  # a start hook's changes come after the first scan
-                start = await extensions.hooks.subagent_start() if extensions.hooks is not None else None
+                hooks = extensions.hooks if not launched.carried else None  # its start hooks ran where it began
+                start = await hooks.subagent_start() if hooks is not None else None
                 if start is not None and start.stop is not None:
                     return _stopped_at_start(start)
                 credit = self._credit(run, place, extensions)
-                prompt = await self._prompt(request, extras, place, extensions, start, credit)
+                prompt = (
+                    None if launched.carried else await self._prompt(request, extras, place, extensions, start, credit)
+                )
                 run = replace(run, watch=watch)
                 return await run_agent(run, prompt, model=model, history=launched.history, on_event=listener)
             finally:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from ..permissions.session_rules import SessionRules
     from ..sandbox import SandboxConfig, SandboxRuntime
     from ..tasks.manager import TaskManager
-    from ..tasks.record import TaskObserver, TaskRecord
+    from ..tasks.record import CarriedTask, TaskObserver, TaskRecord
     from ..tools import Tool
     from .answers import QuestionAnswers
     from .extensions import RunPlace
@@ -159,7 +159,7 @@ class Subagents:
                 stall_timeout=settings.stall_timeout,
             ),
             texts=OUTPUT_FILE_TEXTS,
-            secrets=secret_values(self.environ),
+            secrets=[*secret_values(self.environ), *secret_values({"DATABASE_URL": settings.database_url or ""})],
         )
         manager.control_name = self._control_name
         if self._task_group is not None:
@@ -284,7 +284,8 @@ class Subagents:
                     self._background = background
                     self._open_control_channel(background)
                     try:
-                        yield self
+                        async with self._team_joined():
+                            yield self
                     finally:
                         self._background = None
                         background.cancel_scope.cancel()
@@ -299,6 +300,20 @@ class Subagents:
                 if self._tasks is not None:
                     self._tasks.close()
                 task_group.cancel_scope.cancel()
+
+    @asynccontextmanager
+    async def _team_joined(self) -> AsyncGenerator[None]:
+        """With `--database-url`: this server is one replica of a team's, its tasks kept in the database."""
+        url = self.settings.database_url
+        if url is None:
+            yield
+            return
+        from ..team.replica import Team
+        from .carry_on import carry_on
+
+        team = Team(url, self.tasks, self.settings.working_directory, self.tasks.redact)
+        async with team.serving(partial(carry_on, self)):
+            yield
 
     @property
     def provider_name(self) -> str:
@@ -528,6 +543,7 @@ class Subagents:
         parent: TaskRecord | None = None,
         place: RunPlace | None = None,
         trace_meta: Mapping[str, Any] | None = None,
+        carried: CarriedTask | None = None,
     ) -> TaskRecord:
         """Start a task in the manager; returns at once. `catalog` saves a rescan when the caller has just loaded it.
 
@@ -549,6 +565,7 @@ class Subagents:
             parent=parent,
             place=place,
             trace_meta=trace_meta,
+            carried=carried,
         )
 
     @cached_property

@@ -33,6 +33,7 @@ from .outcome import TaskOutcome, redacted
 from .questions import ask_person, limits_paused
 from .record import (
     BudgetWarning,
+    CarriedTask,
     Job,
     Listener,
     QuestionAnswered,
@@ -51,6 +52,7 @@ from .record import (
 from .release import MemoryRelease
 from .slots import Lender, Slots
 from .stalls import StallWatch, note_call
+from .team_link import TeamLink
 from .texts import TaskTexts
 from .transcripts import TranscriptHeader, TranscriptWriter
 from .tree_limits import before_request, budgets_to_warn, check_allowance, check_budgets, pass_cost_up, price_notes
@@ -73,7 +75,7 @@ class TaskManager:
         self.limits = limits
         self._texts = texts
         self.output_dir = state_dir / "tasks"
-        self._redact = Redactor(secrets)
+        self.redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
         """Queued and running tasks. A finished task is only on disk (its transcript): memory holds none of it."""
         self._outputs: dict[str, AppendFile] = {}
@@ -92,6 +94,8 @@ class TaskManager:
         """The name of this process's control channel under the state directory, written into each header."""
         self.observer: TaskObserver | None = None
         """Sees every task start and end (traces); None when nothing is watching."""
+        self.team: TeamLink | None = None
+        """The team's shared store when this server is one replica of several (`--database-url`)."""
 
     @asynccontextmanager
     async def running(self) -> AsyncGenerator[TaskManager]:
@@ -146,18 +150,30 @@ class TaskManager:
 
     def _find(self, task_id: str) -> TaskRecord | None:
         task_id = task_id.strip()
-        return self._records.get(task_id) or self._load_finished(task_id)
+        record = self._records.get(task_id)
+        if record is None and self.team is not None:
+            record = self.team.elsewhere(task_id)
+        return record or self._load_finished(task_id)
+
+    async def fetch(self, task_id: str, *, principal: str) -> TaskRecord:
+        """`get`, after reading the task again from the team's store when another replica runs or ran it.
+
+        Raises:
+            TaskNotFoundError: as `get`."""
+        if self.team is not None and task_id.strip() not in self._records:
+            await self.team.refresh(task_id.strip())
+        return self.get(task_id, principal=principal)
 
     def transcript_path(self, task_id: str) -> Path:
         return self.output_dir / f"{task_id}.jsonl"
 
     def _load_finished(self, task_id: str) -> TaskRecord | None:
         """A finished task (of this process or an earlier one) as its transcript tells it; not kept in memory."""
-        return load_finished(task_id, self.output_dir, self._redact)
+        return load_finished(task_id, self.output_dir, self.redact)
 
     async def _close_interrupted_transcripts(self, started: float) -> None:
         """Mark tasks an earlier process left running as interrupted, so they report so and can be resumed."""
-        closed = await anyio.to_thread.run_sync(close_interrupted_transcripts, self.output_dir, self._redact, started)
+        closed = await anyio.to_thread.run_sync(close_interrupted_transcripts, self.output_dir, self.redact, started)
         if closed:
             logger.warning(
                 "%d task(s) were interrupted when the previous server stopped; resume them with Task resume: %s",
@@ -189,21 +205,29 @@ class TaskManager:
         budget: TaskBudget | None = None,
         turns: int | None = None,
         trace_meta: Mapping[str, Any] | None = None,
+        launch: Mapping[str, Any] | None = None,
+        carried: CarriedTask | None = None,
     ) -> TaskRecord:
         """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and runs in
         its parent's place under `--max-concurrent` (lent while the parent waits for it) or in a free one. `turns`
         (a Task call's `max_turns`) caps the model requests of the task and of every task below it, together.
-        `trace_meta` is the launching request's `_meta`, whose `traceparent` the task's trace joins."""
+        `trace_meta` is the launching request's `_meta`, whose `traceparent` the task's trace joins. `launch` is what
+        another replica of a team needs to carry the task on; `carried` is a task this replica takes over from
+        another (its id, files and creation time go on)."""
         if self._group is None:
             raise SubagentsError("The task manager is not running")
-        task_id = self.new_id()
+        task_id = carried.id if carried is not None else self.new_id()
         record = TaskRecord(
             id=task_id,
             agent=agent,
             description=description,
             background=background,
             output_path=self.output_dir / f"{task_id}.output",
-            transcript=TranscriptWriter(self.transcript_path(task_id), self._redact),
+            transcript=TranscriptWriter(
+                self.transcript_path(task_id), self.redact, self._copier(task_id, "transcript")
+            ),
+            created=carried.created if carried is not None else time.time(),
+            launch=launch,
             resumed_from=resumed_from,
             owner=parent.owner if parent is not None else owner,
             parent=parent.id if parent is not None else None,
@@ -219,14 +243,17 @@ class TaskManager:
             parent.children.append(task_id)
         resumed = f" (resuming task {resumed_from})" if resumed_from else ""
         lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *_model_warning(record), *price_notes(record)]
-        self._outputs[task_id] = _output_file(record)
+        self._outputs[task_id] = _output_file(record, self._copier(task_id, "output"))
         self._records[task_id] = record
         self._queue.append(task_id)
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
-        opening = partial(
-            self._write_opening, record, transcript_header(record, self.control_name), tuple(history), lines
-        )
+        if carried is not None:  # its transcript goes on where the replica that ran it stopped
+            opening = partial(self._append_output, record, f"[task {task_id}] carried on by another replica\n")
+        else:
+            opening = partial(
+                self._write_opening, record, transcript_header(record, self.control_name), tuple(history), lines
+            )
         self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
         lender = parent.lends if parent is not None else None
         self._group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
@@ -252,6 +279,9 @@ class TaskManager:
         for line in lines:
             self._append_output(record, line)
 
+    def _copier(self, task_id: str, file: str) -> Callable[[str], None] | None:
+        return self.team.copier(task_id, file) if self.team is not None else None
+
     def _create_files(self, record: TaskRecord) -> None:
         """Create the task's two files; blocking, so run in a worker thread. A file that cannot be created is
         reported when it is first written."""
@@ -274,7 +304,15 @@ class TaskManager:
 
     async def stop(self, task_id: str, *, grace: float = 5.0) -> TaskRecord:
         """Cancel a queued or running task and wait until it has cleaned up (its processes are gone)."""
-        record = self.request_stop(task_id)
+        local = self._records.get(task_id.strip())
+        if local is None and self.team is not None:
+            record = self._find(task_id)
+            if record is None:
+                raise TaskNotFoundError(task_id)
+            if not record.finished:
+                await self.team.stop_elsewhere(record)
+        else:
+            record = self.request_stop(task_id)
         await self.wait(record, grace)
         return record
 
@@ -297,6 +335,21 @@ class TaskManager:
         done = self._newest_finished.get(principal, [])
         owned += [record for _, task_id in done if (record := self._load_finished(task_id)) is not None]
         return sorted(owned, key=lambda record: record.created, reverse=True)
+
+    async def list_of(self, principal: str) -> list[TaskRecord]:
+        """`tasks_of`; a team's replica adds the newest tasks `principal` started on the other replicas."""
+        owned = self.tasks_of(principal)
+        if self.team is None:
+            return owned
+        seen = {record.id for record in owned}
+        for task_id in await self.team.recent_of(principal, FINISHED_SHOWN):
+            if task_id not in seen and (record := self._find(task_id)) is not None:
+                owned.append(record)
+        return sorted(owned, key=lambda record: record.created, reverse=True)
+
+    def live_tasks(self) -> list[TaskRecord]:
+        """The queued and running tasks of this process."""
+        return [record for record in self._records.values() if not record.finished]
 
     def live(self, task_id: str) -> TaskRecord | None:
         """The queued or running task `task_id` of this process, whoever started it."""
@@ -389,13 +442,24 @@ class TaskManager:
                         grant = await self._slots.take(lender)
                 try:
                     self._queue.remove(record.id)
-                    outcome = await self._run(record, job)
+                    if self.team is not None:
+                        outcome = await self._join_team(record)
+                    outcome = outcome or await self._run(record, job)
                 finally:
                     self._slots.give_back(grant)
         finally:
             with anyio.CancelScope(shield=True):
                 await record.opened.wait()
             self._finish(record, outcome or cancelled(record))
+
+    async def _join_team(self, record: TaskRecord) -> TaskOutcome | None:
+        """Hand the task to the team's store before it runs; its failure is the task's."""
+        assert self.team is not None
+        try:
+            await self.team.begin(record)
+        except Exception as exc:
+            return failed(record, exc)
+        return None
 
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
         await record.opened.wait()
@@ -455,6 +519,8 @@ class TaskManager:
                 logger.exception("a task listener failed; the task goes on")
         if repeating is not None:
             await self._tell(record, repeating)
+        if self.team is not None and isinstance(event, MessageAppended):
+            await self.team.written(record.id)  # a completed turn or tool result is the team's before the run goes on
         if spent:
             check_budgets(record, self.lineage(record))
             for holder, spent, budget in budgets_to_warn(self.lineage(record)):
@@ -534,7 +600,7 @@ class TaskManager:
         resources = record.resources
         outcome = replace(outcome, worktree=resources.worktree, server_problems=tuple(resources.server_problems))
         outcome = replace(outcome, files=changed_files(resources))
-        outcome = redacted(outcome, self._redact)
+        outcome = redacted(outcome, self.redact)
         record.outcome = outcome
         record.state = outcome.state
         if outcome.state != "completed":
@@ -575,7 +641,7 @@ class TaskManager:
         held = self._outputs.get(record.id)
         output = held or _output_file(record)  # a line about a task that has ended: opened for that line alone
         try:
-            output.append(self._redact(text))
+            output.append(self.redact(text))
         except OSError:
             logger.warning("could not write output file %s", record.output_path)
         finally:
@@ -583,8 +649,8 @@ class TaskManager:
                 output.close()
 
 
-def _output_file(record: TaskRecord) -> AppendFile:
-    return AppendFile(record.output_path, errors="backslashreplace")
+def _output_file(record: TaskRecord, copy: Callable[[str], None] | None = None) -> AppendFile:
+    return AppendFile(record.output_path, errors="backslashreplace", copy=copy)
 
 
 def _model_warning(record: TaskRecord) -> list[str]:

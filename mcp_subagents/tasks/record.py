@@ -14,7 +14,7 @@ import anyio
 from ..agent.file_changes import FileChanges
 from ..agent.loop import RunEvent, RunResult
 from ..agent.worktrees import WorktreeReport
-from ..core.messages import Usage
+from ..core.messages import Message, Usage
 from ..core.principals import LOCAL_PRINCIPAL
 from ..models.pricing import ModelPrice, SideSpend
 from ..permissions.asking import Answer, Denial, OpenQuestion, PermissionQuestion, QuestionBoard
@@ -25,6 +25,17 @@ from .transcripts import TranscriptHeader, TranscriptWriter
 
 TaskState: TypeAlias = Literal["queued", "running", "waiting", "completed", "failed", "stopped", "interrupted"]
 """`waiting`: running, but blocked on a permission question until the person answers it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedTask:
+    """A task this replica of a team takes over from a replica that stopped: its id and creation time go on, its
+    agent runs it, its conversation so far (read back from the team's store) is where it goes on from."""
+
+    id: str
+    created: float
+    agent: str
+    history: tuple[Message, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -240,6 +251,8 @@ class TaskRecord:
     turns: TurnAllowance | None = None
     """The `max_turns` of the Task call that started it, shared with the tasks it launches; None without one."""
     lends: Lender = field(default_factory=Lender)
+    launch: Mapping[str, Any] | None = None
+    """What another replica needs to carry the task on (a team's server): the request, the roots, the project."""
     """Its place under `--max-concurrent`, lent to the tasks it launched while it waits for them."""
 
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -79,10 +79,10 @@ class TranscriptSummary:
 class TranscriptWriter:
     """Appends lines to a task's transcript, flushing each one so a crash loses at most the line being written."""
 
-    def __init__(self, path: Path, redact: Redactor | None = None) -> None:
+    def __init__(self, path: Path, redact: Redactor | None = None, copy: Callable[[str], None] | None = None) -> None:
         self.path = path
         self._redact = redact or Redactor()
-        self._file = AppendFile(path)
+        self._file = AppendFile(path, copy=copy)
 
     def open(self) -> None:
         """Create the file now (see `AppendFile.open`).

@@ -61,7 +61,7 @@ async def test_the_tree_of_a_running_task_and_of_a_finished_one(tmp_path: Path) 
             await model.waiting.wait()
         live = await anyio.to_thread.run_sync(TreeReader(settings.state_dir).subtasks, lead.id)
         shown_live = await anyio.to_thread.run_sync(show, settings.state_dir, lead.id)
-        listing = task_list_call(app, LOCAL_PRINCIPAL, None).structured_content
+        listing = (await task_list_call(app, LOCAL_PRINCIPAL, None)).structured_content
         model.release.set()
         with anyio.fail_after(10):
             await lead.done.wait()

@@ -1,0 +1,42 @@
+"""What the task manager asks of a team's shared store when the server is one replica of several (`--database-url`):
+the store is below the runtime but above the tasks, so the manager sees it only through this protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from .record import TaskRecord
+
+
+class TeamLink(Protocol):
+    def copier(self, task_id: str, file: str) -> Callable[[str], None]:
+        """What the task's file (`transcript` or `output`) calls with each piece of text appended to it."""
+        ...
+
+    async def begin(self, record: TaskRecord) -> None:
+        """The task is the team's from now on: its row is written (a task a host launched gets its workflow).
+
+        Raises:
+            SubagentsError: the database refused it (the task fails with that error)."""
+        ...
+
+    async def written(self, task_id: str) -> None:
+        """Wait until what the task's files got so far is in the database."""
+        ...
+
+    def elsewhere(self, task_id: str) -> TaskRecord | None:
+        """A task another replica runs (or ran), as last read with `refresh`."""
+        ...
+
+    async def refresh(self, task_id: str) -> None:
+        """Read the task from the database again when another replica runs (or ran) it."""
+        ...
+
+    async def recent_of(self, principal: str, limit: int) -> list[str]:
+        """The newest tasks `principal` started on any replica, refreshed; their ids, newest first."""
+        ...
+
+    async def stop_elsewhere(self, record: TaskRecord) -> None:
+        """Stop a task another replica runs: it is told at once; one nobody runs any more is ended here."""
+        ...

@@ -1,0 +1,118 @@
+"""Tasks another replica runs or ran, as this replica sees them: their files written here from the database (so
+everything that reads a task's files reads them as it reads its own), and a record whose `done` is set when the
+task's end line arrives."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from ..core.redaction import Redactor
+from ..core.state import FILE_MODE, TASK_ID
+from ..tasks.finished import load_finished
+from ..tasks.record import TaskRecord
+from ..tasks.transcripts import TranscriptWriter, read_summary
+from .database import Database
+from .journal import OUTPUT, TRANSCRIPT
+from .schema import SCHEMA
+
+FILES = {TRANSCRIPT: ".jsonl", OUTPUT: ".output"}
+
+
+async def fetch_lines(database: Database, task_id: str) -> dict[str, list[str]]:
+    """The task's files as the database holds them, by file; empty when it knows no such task."""
+    rows = await database.fetch(
+        f"SELECT file, line FROM {SCHEMA}.lines WHERE task_id = %s ORDER BY file, seq", (task_id,)
+    )
+    files: dict[str, list[str]] = {TRANSCRIPT: [], OUTPUT: []}
+    for file, line in rows:
+        files.setdefault(file, []).append(line)
+    return files
+
+
+def write_files(output_dir: Path, task_id: str, files: dict[str, list[str]]) -> None:
+    """Replace the task's files in `output_dir` with `files` (each written whole, then renamed into place)."""
+    for file, suffix in FILES.items():
+        target = output_dir / f"{task_id}{suffix}"
+        handle, scratch = tempfile.mkstemp(dir=output_dir, prefix=f".{task_id}.")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as out:
+                out.write("".join(files.get(file, [])))
+            os.chmod(scratch, FILE_MODE)
+            os.replace(scratch, target)
+        except BaseException:
+            Path(scratch).unlink(missing_ok=True)
+            raise
+
+
+class RemoteTasks:
+    """The records of tasks this replica reads from the database; one object per task, so waiters are woken."""
+
+    def __init__(self, database: Database, output_dir: Path, redact: Redactor) -> None:
+        self._database = database
+        self._output_dir = output_dir
+        self._redact = redact
+        self._records: dict[str, TaskRecord] = {}
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        return self._records.get(task_id)
+
+    def unfinished(self) -> list[str]:
+        return [task_id for task_id, record in self._records.items() if not record.finished]
+
+    async def refresh(self, task_id: str) -> TaskRecord | None:
+        """Write the task's files here from the database and read it; None when the database has no such task."""
+        if not TASK_ID.match(task_id):
+            return None
+        files = await fetch_lines(self._database, task_id)
+        if not files[TRANSCRIPT]:
+            return None
+        await anyio.to_thread.run_sync(write_files, self._output_dir, task_id, files)
+        return self._read(task_id)
+
+    def _read(self, task_id: str) -> TaskRecord | None:
+        finished = load_finished(task_id, self._output_dir, self._redact)
+        held = self._records.get(task_id)
+        if finished is not None and finished.outcome is not None and _ended(self._output_dir, task_id):
+            if held is None:
+                return finished
+            held.outcome, held.state, held.children = finished.outcome, finished.state, finished.children
+            held.done.set()
+            del self._records[task_id]
+            return held
+        if held is not None:
+            return held
+        record = _running_record(self._output_dir, task_id, self._redact)
+        if record is not None:
+            self._records[task_id] = record
+        return record
+
+
+def _ended(output_dir: Path, task_id: str) -> bool:
+    summary = read_summary(output_dir / f"{task_id}.jsonl")
+    return summary is not None and summary.outcome is not None
+
+
+def _running_record(output_dir: Path, task_id: str, redact: Redactor) -> TaskRecord | None:
+    path = output_dir / f"{task_id}.jsonl"
+    summary = read_summary(path)
+    if summary is None:
+        return None
+    header = summary.header
+    return TaskRecord(
+        id=task_id,
+        agent=header.agent,
+        description=header.description,
+        output_path=output_dir / f"{task_id}.output",
+        transcript=TranscriptWriter(path, redact),
+        created=header.created,
+        resumed_from=header.resumed_from,
+        owner=header.owner,
+        state="running",
+        parent=header.parent,
+        model=header.model,
+        effort=header.effort,
+    )

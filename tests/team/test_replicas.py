@@ -1,0 +1,99 @@
+"""A team's server on several replicas over one Postgres: any replica serves any task, and a replica killed with
+`kill -9` mid-task has its task carried on by another, without running a recorded tool call again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.fakes.fake_llm import FakeLLM, Step, text, tool_use, turn
+from tests.security.http_harness import mcp_client
+from tests.support import matched, text_of
+from tests.team.replicas import Signal, replica
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+
+def _results(body: dict[str, Any]) -> list[str]:
+    """The tool results the request's last message carries."""
+    content: Any = body["messages"][-1]["content"]
+    if not isinstance(content, list):
+        return []
+    blocks = cast("list[dict[str, Any]]", content)
+    return [str(block.get("content")) for block in blocks if block.get("type") == "tool_result"]
+
+
+def run_once_then_answer(marker: Path, command: str) -> Any:
+    """The model calls Bash once (which notes that it ran in `marker`, then `command`), then answers with what the
+    tool said."""
+
+    def step(body: dict[str, Any]) -> Step:
+        results = _results(body)
+        if results:
+            return turn(text(f"finished; the tool said: {results[-1]}"))
+        return turn(tool_use("Bash", {"command": f"echo ran >> {marker}; {command}", "description": "work"}))
+
+    return step
+
+
+BYPASS = {"MCP_SUBAGENTS_PERMISSION_MODE": "bypassPermissions"}
+BACKGROUND = {"description": "work", "prompt": "Do the work", "run_in_background": True}
+
+
+async def launched(url: str) -> str:
+    async with mcp_client(url) as client:
+        result = await client.call_tool("Task", BACKGROUND)
+    assert not result.is_error, text_of(result)
+    return matched(r"task_id: (\w+)", text_of(result))
+
+
+async def output(url: str, task_id: str, timeout_s: float = 90) -> str:
+    """TaskOutput, waiting up to `timeout_s` for the task to end."""
+    with anyio.fail_after(timeout_s + 30):
+        async with create_mcp_http_client() as http, Client(streamable_http_client(url, http_client=http)) as client:
+            result = await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": timeout_s * 1000})
+    return text_of(result)
+
+
+async def test_a_task_launched_on_one_replica_is_read_on_another(tmp_path: Path, database_url: str) -> None:
+    marker = tmp_path / "ran"
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, "echo hello-from-bash")
+        project = tmp_path / "project"
+        async with (
+            replica(
+                tmp_path / "a", project, database_url, fake, MCP_SUBAGENTS_PERMISSION_MODE="bypassPermissions"
+            ) as a,
+            replica(
+                tmp_path / "b", project, database_url, fake, MCP_SUBAGENTS_PERMISSION_MODE="bypassPermissions"
+            ) as b,
+        ):
+            task_id = await launched(a.url)
+            answer = await output(b.url, task_id)
+    assert "hello-from-bash" in answer, answer
+    assert "<status>completed</status>" in answer or "completed" in answer, answer
+    assert marker.read_text() == "ran\n"
+
+
+async def test_a_killed_replica_s_task_is_carried_on_by_another_without_running_its_tool_again(
+    tmp_path: Path, database_url: str
+) -> None:
+    marker, started = tmp_path / "ran", Signal(tmp_path / "started")
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, f"{started.command()}; sleep 300")
+        project = tmp_path / "project"
+        async with replica(tmp_path / "b", project, database_url, fake, **BYPASS) as b:
+            async with replica(tmp_path / "a", project, database_url, fake, **BYPASS) as a:
+                task_id = await launched(a.url)
+                await started.wait()  # the tool runs on replica a
+                a.kill()
+            answer = await output(b.url, task_id)
+            assert b.seen(f"carrying on task {task_id}"), "".join(b.log)
+    assert "interrupted before this tool call finished" in answer, answer
+    assert marker.read_text() == "ran\n"  # the tool call whose result was never recorded did not run again
