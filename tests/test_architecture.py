@@ -52,6 +52,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("runtime.service", "core.messages"): _COLD_START,
     ("runtime.service", "models.pricing"): "price files are read at the first priced run",
     ("runtime.service", "models.spread"): "spreading over several models loads only when configured",
+    ("runtime.service", "team.replica"): "a team's replica (Postgres, DBOS) loads only with --database-url",
+    ("runtime.service", "runtime.carry_on"): "taking tasks over from another replica only with --database-url",
     ("runtime.service", "render.status"): _COLD_START,
     ("runtime.service", "runtime.nesting"): _COLD_START,
     ("runtime.service", "runtime.policies"): "the permission rule engine loads at the first run",

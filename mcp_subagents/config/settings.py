@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, cast
 
 from ..core.errors import ConfigError
 from ..core.names import PERMISSION_MODES
 from ..core.state import default_state_dir
 from .claude_settings import SELECTABLE_LEVELS, default_managed_settings_file
+from .option_values import (
+    Transport,
+    boolean,
+    database_url,
+    host_name,
+    http_url,
+    non_negative_int,
+    non_negative_seconds,
+    path,
+    port_number,
+    positive_int,
+    seconds,
+    setting_sources,
+    transport,
+    usd,
+)
 
-Transport: TypeAlias = Literal["stdio", "sse", "streamable-http"]
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "streamable-http")
 TRANSPORT_NAMES = ("stdio", "http", "streamable-http", "sse")
 """What `--transport` accepts: `http` is what Claude Code's `.mcp.json` and the MCP Inspector call streamable HTTP."""
@@ -165,130 +179,14 @@ class Option:
         return ENV_PREFIX + self.flag.removeprefix("--").upper().replace("-", "_")
 
 
-def _positive_int(raw: str) -> int:
-    value = _integer(raw, "a positive integer")
-    if value <= 0:
-        raise ValueError(f"must be a positive integer, got {raw}")
-    return value
-
-
-def _non_negative_int(raw: str) -> int:
-    value = _integer(raw, "0 or a positive integer")
-    if value < 0:
-        raise ValueError(f"must be 0 or a positive integer, got {raw}")
-    return value
-
-
-def port_number(raw: str) -> int:
-    """A port on which to listen (0: any free one)."""
-    meaning = "a port number from 0 to 65535 (0 picks a free one)"
-    value = _integer(raw, meaning)
-    if not 0 <= value <= 65535:
-        raise ValueError(f"must be {meaning}, got {raw}")
-    return value
-
-
-def _seconds(raw: str) -> float:
-    value = _number(raw, "a positive number of seconds")
-    if value <= 0:
-        raise ValueError(f"must be a positive number of seconds, got {raw}")
-    return value
-
-
-def _non_negative_seconds(raw: str) -> float:
-    value = _number(raw, "0 or a positive number of seconds")
-    if value < 0:
-        raise ValueError(f"must be 0 or a positive number of seconds, got {raw}")
-    return value
-
-
-def _usd(raw: str) -> float:
-    value = _number(raw, "a positive amount of USD")
-    if not value > 0:
-        raise ValueError(f"must be a positive amount of USD, got {raw}")
-    return value
-
-
-def _integer(raw: str, meaning: str) -> int:
-    """`raw` as an integer; else a ValueError saying in plain words what was expected (Python's own reads "invalid
-    literal for int() with base 10")."""
-    try:
-        return int(str(raw).strip())  # the dashboard's --port arrives parsed already
-    except ValueError:
-        raise ValueError(f"must be {meaning}, got {raw!r}") from None
-
-
-def _number(raw: str, meaning: str) -> float:
-    """`raw` as a finite number (not nan or inf); else a ValueError saying what was expected."""
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"must be {meaning}, got {raw!r}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"must be {meaning}, got {raw!r}")
-    return value
-
-
-def _transport(raw: str) -> Transport:
-    return "streamable-http" if raw == "http" else cast("Transport", raw)
-
-
-def _path(raw: str) -> Path:
-    return Path(raw).expanduser()
-
-
-def _boolean(raw: str | bool) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"must be 1/true/yes or 0/false/no, got {raw!r}")
-
-
-def _host_name(raw: str) -> str:
-    value = raw.strip()
-    if not value or any(char in value for char in "/ \t@?#"):
-        raise ValueError(f"must be a host name such as agents.example.com, without scheme or path, got {raw!r}")
-    return value.lower()
-
-
-def _http_url(raw: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"must be an http(s) URL, got {raw!r}")
-    return raw
-
-
-def database_url(raw: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(raw.strip())
-    if parts.scheme not in ("postgresql", "postgres") or not (parts.netloc or parts.query):
-        raise ValueError("must be a Postgres URL, postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
-    return raw.strip()
-
-
-def _setting_sources(raw: str) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys(part.strip() for part in raw.split(",") if part.strip()))
-    unknown = [name for name in chosen if name not in SELECTABLE_LEVELS]
-    if unknown:
-        raise ValueError(f"must be a comma-separated list of {', '.join(SELECTABLE_LEVELS)}, got {raw!r}")
-    return chosen
-
-
 SOURCE_OPTIONS: tuple[Option, ...] = (
-    Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", _path),
-    Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", _path, repeat=True),
+    Option("--cwd", "cwd", "subagents' working directory (default: the host's roots, else the current dir)", path),
+    Option("--agents-dir", "agents_dirs", "extra folder of agent .md files (repeatable)", path, repeat=True),
     Option(
         "--plugin-dir",
         "plugin_dirs",
         "Claude Code plugin folder, or a folder of plugins (repeatable)",
-        _path,
+        path,
         repeat=True,
     ),
     Option("--agents", "agents_json", 'agents as JSON: {"name": {"description", "prompt", ...}}'),
@@ -296,31 +194,31 @@ SOURCE_OPTIONS: tuple[Option, ...] = (
         "--settings",
         "settings_file",
         "one more Claude Code settings file, above the user, project and local ones (must exist)",
-        _path,
+        path,
     ),
     Option(
         "--policy-file",
         "policy_file",
         "the managed policy file to use instead of the default location; its rules and agents win (must exist)",
-        _path,
+        path,
     ),
     Option(
         "--setting-sources",
         "setting_sources",
         "which settings files to read: a comma-separated list of user, project, local (default: all three)",
-        _setting_sources,
+        setting_sources,
     ),
     Option(
         "--managed-settings-file",
         "managed_settings_file",
         f"where the managed policy is looked for (default: {default_managed_settings_file()})",
-        _path,
+        path,
     ),
     Option(
         "--trust-project",
         "trust_projects",
         "run the hooks and MCP servers of this project's files even if Claude Code never trusted it (repeatable)",
-        _path,
+        path,
         repeat=True,
     ),
 )
@@ -338,84 +236,84 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "(default: ANTHROPIC_MODEL, else the model in Claude Code's settings, else --model)",
     ),
     Option("--provider", "provider", "model provider (default: chosen by which API key is set)", choices=PROVIDERS),
-    Option("--state-dir", "state_dir", "folder for task output files and transcripts", _path),
-    Option("--max-turns", "max_turns", "server cap on model round trips per task (default: 50)", _positive_int),
+    Option("--state-dir", "state_dir", "folder for task output files and transcripts", path),
+    Option("--max-turns", "max_turns", "server cap on model round trips per task (default: 50)", positive_int),
     Option(
         "--max-tokens",
         "max_tokens",
         "output tokens per model request (default: the model's limit, 128000 on Claude 5.x; else 16384)",
-        _positive_int,
+        positive_int,
     ),
     Option(
         "--compact-threshold",
         "compact_threshold",
         "summarise a task's conversation when a request reaches this many tokens (default: 80%% of the window)",
-        _positive_int,
+        positive_int,
     ),
     Option(
-        "--max-result-chars", "max_result_chars", "cut final results longer than this (default: 80000)", _positive_int
+        "--max-result-chars", "max_result_chars", "cut final results longer than this (default: 80000)", positive_int
     ),
     Option(
         "--max-concurrent",
         "max_concurrent",
         "subagents running at once; more wait in a queue (default: 10)",
-        _positive_int,
+        positive_int,
     ),
-    Option("--task-timeout", "task_timeout", "wall-clock limit per task in seconds (default: 1800)", _seconds),
+    Option("--task-timeout", "task_timeout", "wall-clock limit per task in seconds (default: 1800)", seconds),
     Option(
-        "--idle-timeout", "idle_timeout", "fail a task with no progress for this many seconds (default: 600)", _seconds
+        "--idle-timeout", "idle_timeout", "fail a task with no progress for this many seconds (default: 600)", seconds
     ),
     Option(
         "--stall-after",
         "stall_after",
         "show a running task as stalled after this many seconds without a model reply or tool result "
         "(default: 120; 0 = never)",
-        _non_negative_seconds,
+        non_negative_seconds,
     ),
     Option(
         "--stall-timeout",
         "stall_timeout",
         "stop a task that has been stalled, or has repeated the same tool call 3+ times in a row, for this many "
         "seconds (default: 0 = never)",
-        _non_negative_seconds,
+        non_negative_seconds,
     ),
     Option(
         "--foreground-deadline",
         "foreground_deadline",
         "seconds before a foreground Task hands over to the background (default: 45)",
-        _seconds,
+        seconds,
     ),
     Option(
         "--ask-timeout",
         "ask_timeout",
         "seconds a subagent's permission question waits for the person's answer, in the foreground or the background, "
         "before the call is denied; the task's time limits stop meanwhile (default: 3600)",
-        _seconds,
+        seconds,
     ),
     Option(
         "--model-deadline",
         "model_deadline",
         "seconds one model request may take, retries included (default: 900)",
-        _seconds,
+        seconds,
     ),
     Option(
         "--max-retries",
         "max_retries",
         "retries of a model request that failed with 429/529/5xx or a lost connection, with backoff (default: 10)",
-        _non_negative_int,
+        non_negative_int,
     ),
     Option(
         "--model-processes",
         "model_processes",
         "extra processes that send model requests when many tasks run at once, so more than one core works "
         f"(default: two fewer than the CPUs, at most {MAX_MODEL_PROCESSES}; 0 = none)",
-        _non_negative_int,
+        non_negative_int,
     ),
     Option(
         "--watch-interval",
         "watch_interval",
         "seconds between checks of agent files; hosts are told when tools change (default: 2; 0 = off)",
-        _non_negative_seconds,
+        non_negative_seconds,
     ),
     Option(
         "--permission-mode",
@@ -430,26 +328,26 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "--max-depth",
         "max_depth",
         "how deep subagents may launch subagents; at this depth Task is withheld (default: 3; 1 = no nesting)",
-        _positive_int,
+        positive_int,
     ),
     Option(
         "--mcp-start-timeout",
         "mcp_start_timeout",
         "seconds an agent's MCP server may take to start and list its tools (default: 30)",
-        _seconds,
+        seconds,
     ),
     Option(
         "--otel",
         "otel",
         "send OpenTelemetry traces (GenAI conventions) where the OTEL_* variables say; needs the otel extra",
-        _boolean,
+        boolean,
         switch=True,
     ),
     Option(
         "--max-budget-usd",
         "max_budget_usd",
         "USD one task may spend on tokens; it ends with an error when spent, warns at 80%% (default: no limit)",
-        _usd,
+        usd,
     ),
     Option(
         "--sandbox",
@@ -462,7 +360,7 @@ RUN_OPTIONS: tuple[Option, ...] = (
         "--keep-days",
         "keep_days",
         "remove task files older than this many days at start (default: 30; 0 keeps them all)",
-        _non_negative_int,
+        non_negative_int,
     ),
 )
 
@@ -480,7 +378,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "--transport",
         "transport",
         "stdio (default), http (streamable HTTP, also called streamable-http) or sse",
-        _transport,
+        transport,
         choices=TRANSPORT_NAMES,
     ),
     Option("--host", "host", "address for http / sse (default: 127.0.0.1)"),
@@ -489,9 +387,9 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "--auth-token-file",
         "auth_token_file",
         "HTTP bearer tokens, one principal:token per line, mode 600 (MCP_SUBAGENTS_AUTH_TOKEN: one token)",
-        _path,
+        path,
     ),
-    Option("--oauth-issuer", "oauth_issuer", "accept OAuth access tokens (JWT) from this issuer", _http_url),
+    Option("--oauth-issuer", "oauth_issuer", "accept OAuth access tokens (JWT) from this issuer", http_url),
     Option("--oauth-audience", "oauth_audience", "audience OAuth tokens must name (default: --public-url)"),
     Option(
         "--oauth-scope",
@@ -506,13 +404,13 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "--public-url",
         "public_url",
         "the URL clients use, e.g. https://agents.example.com/mcp (OAuth resource; default from --host/--port)",
-        _http_url,
+        http_url,
     ),
     Option(
         "--allowed-host",
         "allowed_hosts",
         "host name HTTP requests may address besides loopback, e.g. agents.example.com (repeatable)",
-        _host_name,
+        host_name,
         repeat=True,
         metavar="HOST",
         separator=",",
@@ -521,27 +419,27 @@ SERVE_OPTIONS: tuple[Option, ...] = (
         "--allowed-root",
         "allowed_roots",
         "folder an HTTP client's MCP roots may name, besides --cwd (repeatable)",
-        _path,
+        path,
         repeat=True,
     ),
     Option(
         "--trust-client-roots",
         "trust_client_roots",
         "let HTTP clients' MCP roots widen the allowed area anywhere (stdio roots are always trusted)",
-        _boolean,
+        boolean,
         switch=True,
     ),
-    Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", _path),
-    Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", _path),
+    Option("--tls-cert", "tls_cert", "serve HTTPS with this certificate chain (PEM; needs --tls-key)", path),
+    Option("--tls-key", "tls_key", "private key of --tls-cert (PEM)", path),
     Option(
         "--dashboard",
         "dashboard",
         "also serve the browser dashboard on 127.0.0.1 (its address, with a secret, goes to stderr)",
-        _boolean,
+        boolean,
         switch=True,
     ),
     Option("--dashboard-port", "dashboard_port", "port of --dashboard (default: 0, any free port)", port_number),
-    Option("--no-warm", "no_warm", "serve in this process: no warm server used or started", _boolean, switch=True),
+    Option("--no-warm", "no_warm", "serve in this process: no warm server used or started", boolean, switch=True),
     DATABASE_OPTION,
 )
 

@@ -92,14 +92,7 @@ class RunAssembly:
         """Start a task; returns at once (see `Subagents.launch`). `carried`: a task taken over from another
         replica of a team, which goes on from its conversation under its own id."""
         host = self._host
-        history: list[Message] = []
-        if carried is not None:
-            definition, history = host.definition(carried.agent, catalog), list(carried.history)
-        elif request.resume:
-            definition, history = self._resumed(request.resume, request.agent, principal, catalog)
-        else:
-            definition = host.definition(request.agent or DEFAULT_AGENT, catalog)
-        definition = self._as_it_runs(definition)
+        definition, history = self._agent_and_history(request, principal, catalog, carried)
         if not host.model_configured:
             raise ProviderNotConfiguredError(MISSING_PROVIDER_MESSAGE)
         project = place.project if place is not None else self._working_directory(roots)
@@ -141,6 +134,18 @@ class RunAssembly:
             launch=launch_record(request, roots, principal, project) if host.tasks.team is not None else None,
             carried=carried,
         )
+
+    def _agent_and_history(
+        self, request: TaskRequest, principal: str, catalog: Catalog | None, carried: CarriedTask | None
+    ) -> tuple[AgentDefinition, list[Message]]:
+        """The agent the task runs and the conversation it goes on from (a resumed or carried-on task's)."""
+        if carried is not None:
+            definition, history = self._host.definition(carried.agent, catalog), list(carried.history)
+        elif request.resume:
+            definition, history = self._resumed(request.resume, request.agent, principal, catalog)
+        else:
+            definition, history = self._host.definition(request.agent or DEFAULT_AGENT, catalog), []
+        return self._as_it_runs(definition), history
 
     def _resumed(
         self, task_id: str, agent: str | None, principal: str, catalog: Catalog | None

@@ -4,7 +4,6 @@ and recovery after a restart."""
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import secrets
 import time
@@ -24,7 +23,6 @@ from ..core.messages import Message
 from ..core.principals import LOCAL_PRINCIPAL
 from ..core.processes import ProcessGroups
 from ..core.redaction import Redactor
-from ..core.state import AppendFile
 from ..models.pricing import ModelPrice
 from ..permissions.asking import Answer, OpenQuestion, PermissionQuestion
 from .endings import cancelled, changed_files, completed, failed, stalled, timed_out
@@ -52,9 +50,10 @@ from .record import (
 from .release import MemoryRelease
 from .slots import Lender, Slots
 from .stalls import StallWatch, note_call
+from .task_files import TaskFiles, write_transcript
 from .team_link import TeamLink
 from .texts import TaskTexts
-from .transcripts import TranscriptHeader, TranscriptWriter
+from .transcripts import TranscriptWriter
 from .tree_limits import before_request, budgets_to_warn, check_allowance, check_budgets, pass_cost_up, price_notes
 
 logger = logging.getLogger(__name__)
@@ -78,8 +77,7 @@ class TaskManager:
         self.redact = Redactor(secrets)
         self._records: dict[str, TaskRecord] = {}
         """Queued and running tasks. A finished task is only on disk (its transcript): memory holds none of it."""
-        self._outputs: dict[str, AppendFile] = {}
-        """The output files of the tasks that have not ended, held open while they run."""
+        self._files = TaskFiles(self.redact)
         self._lingering: list[ProcessGroups] = []
         """Processes that completed tasks left running (`cmd &`), killed when the server stops."""
         self._newest_finished: dict[str, list[tuple[float, str]]] = {}
@@ -127,9 +125,12 @@ class TaskManager:
     def in_background(self, func: Callable[..., Coroutine[Any, Any, object]], *args: object, name: str) -> None:
         """Run `func(*args)` in the manager's task group: it outlives the host call that started it, not the
         server."""
+        self._running_group().start_soon(func, *args, name=name)
+
+    def _running_group(self) -> TaskGroup:
         if self._group is None:
             raise SubagentsError("The task manager is not running")
-        self._group.start_soon(func, *args, name=name)
+        return self._group
 
     def new_id(self) -> str:
         """128 random bits: over HTTP an id is all that stands between a task and another person."""
@@ -156,10 +157,7 @@ class TaskManager:
         return record or self._load_finished(task_id)
 
     async def fetch(self, task_id: str, *, principal: str) -> TaskRecord:
-        """`get`, after reading the task again from the team's store when another replica runs or ran it.
-
-        Raises:
-            TaskNotFoundError: as `get`."""
+        """`get` (raises as it does), once a team's task another replica runs or ran is read again."""
         if self.team is not None and task_id.strip() not in self._records:
             await self.team.refresh(task_id.strip())
         return self.get(task_id, principal=principal)
@@ -211,11 +209,9 @@ class TaskManager:
         """Start a task. A task with a `parent` is a nested subagent: it belongs to the parent's owner, and runs in
         its parent's place under `--max-concurrent` (lent while the parent waits for it) or in a free one. `turns`
         (a Task call's `max_turns`) caps the model requests of the task and of every task below it, together.
-        `trace_meta` is the launching request's `_meta`, whose `traceparent` the task's trace joins. `launch` is what
-        another replica of a team needs to carry the task on; `carried` is a task this replica takes over from
-        another (its id, files and creation time go on)."""
-        if self._group is None:
-            raise SubagentsError("The task manager is not running")
+        `trace_meta`: the launching request's `_meta` (its `traceparent`). A team's replica: `launch`, what another
+        needs to carry the task on; `carried`, a task taken over from another (id, files and creation time go on)."""
+        group = self._running_group()
         task_id = carried.id if carried is not None else self.new_id()
         record = TaskRecord(
             id=task_id,
@@ -223,9 +219,7 @@ class TaskManager:
             description=description,
             background=background,
             output_path=self.output_dir / f"{task_id}.output",
-            transcript=TranscriptWriter(
-                self.transcript_path(task_id), self.redact, self._copier(task_id, "transcript")
-            ),
+            transcript=TranscriptWriter(self.transcript_path(task_id), self.redact, self._copy(task_id, "transcript")),
             created=carried.created if carried is not None else time.time(),
             launch=launch,
             resumed_from=resumed_from,
@@ -241,54 +235,29 @@ class TaskManager:
         )
         if parent is not None:
             parent.children.append(task_id)
-        resumed = f" (resuming task {resumed_from})" if resumed_from else ""
-        lines = [f"[task {task_id}] {agent}: {description}{resumed}\n", *_model_warning(record), *price_notes(record)]
-        self._outputs[task_id] = _output_file(record, self._copier(task_id, "output"))
+        self._files.hold_output(record, self._copy(task_id, "output"))
         self._records[task_id] = record
         self._queue.append(task_id)
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
-        if carried is not None:  # its transcript goes on where the replica that ran it stopped
-            opening = partial(self._append_output, record, f"[task {task_id}] carried on by another replica\n")
-        else:
-            opening = partial(
-                self._write_opening, record, transcript_header(record, self.control_name), tuple(history), lines
-            )
-        self._group.start_soon(self._open_files, record, opening, name=f"task {task_id} files")
+        opening = self._opening(record, history, carried=carried is not None)
+        group.start_soon(self._files.open, record, opening, name=f"task {task_id} files")
         lender = parent.lends if parent is not None else None
-        self._group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
+        group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
         return record
 
-    async def _open_files(self, record: TaskRecord, opening: Callable[[], None]) -> None:
-        """Create the task's files in a worker thread and write their first lines; `record.opened` is set after,
-        whatever happens (even at shutdown: a transcript always starts with its header)."""
-        with anyio.CancelScope(shield=True):
-            try:
-                await anyio.to_thread.run_sync(self._create_files, record)
-                opening()
-            finally:
-                record.opened.set()
+    def _opening(self, record: TaskRecord, history: Sequence[Message], *, carried: bool) -> Callable[[], None]:
+        """The header and first output lines; or, carried on from another replica, a line that says so."""
+        if carried:
+            return partial(self._files.append_output, record, f"[task {record.id}] carried on by another replica\n")
+        resumed = f" (resuming task {record.resumed_from})" if record.resumed_from else ""
+        lines = [f"[task {record.id}] {record.agent}: {record.description}{resumed}\n", *_model_warning(record)]
+        lines += price_notes(record)
+        header = transcript_header(record, self.control_name)
+        return partial(self._files.write_opening, record, header, tuple(history), lines)
 
-    def _write_opening(
-        self, record: TaskRecord, header: TranscriptHeader, history: tuple[Message, ...], lines: list[str]
-    ) -> None:
-        """The transcript's header (and the history a resumed task continues) and the output file's first lines."""
-        self._write_transcript(record.transcript.header, header)
-        for message in history:
-            self._write_transcript(record.transcript.message, message)
-        for line in lines:
-            self._append_output(record, line)
-
-    def _copier(self, task_id: str, file: str) -> Callable[[str], None] | None:
+    def _copy(self, task_id: str, file: str) -> Callable[[str], None] | None:
         return self.team.copier(task_id, file) if self.team is not None else None
-
-    def _create_files(self, record: TaskRecord) -> None:
-        """Create the task's two files; blocking, so run in a worker thread. A file that cannot be created is
-        reported when it is first written."""
-        for created in (record.transcript, self._outputs.get(record.id)):
-            if created is not None:
-                with contextlib.suppress(OSError):
-                    created.open()
 
     def lineage(self, record: TaskRecord) -> list[TaskRecord]:
         """The task, its parent, and so on up to the task a host launched."""
@@ -300,19 +269,14 @@ class TaskManager:
 
     def log_line(self, record: TaskRecord, line: str) -> None:
         """A line in the task's output file about something beside the model's turns (a hook that failed)."""
-        self._append_output(record, f"{line.rstrip()}\n")
+        self._files.append_output(record, f"{line.rstrip()}\n")
 
     async def stop(self, task_id: str, *, grace: float = 5.0) -> TaskRecord:
-        """Cancel a queued or running task and wait until it has cleaned up (its processes are gone)."""
-        local = self._records.get(task_id.strip())
-        if local is None and self.team is not None:
-            record = self._find(task_id)
-            if record is None:
-                raise TaskNotFoundError(task_id)
-            if not record.finished:
-                await self.team.stop_elsewhere(record)
-        else:
-            record = self.request_stop(task_id)
+        """Cancel a queued or running task and wait until it has cleaned up (its processes are gone); a team's task
+        another replica runs is stopped there."""
+        record = self.request_stop(task_id)
+        if self.team is not None and record.id not in self._records and not record.finished:
+            await self.team.stop_elsewhere(record)
         await self.wait(record, grace)
         return record
 
@@ -432,7 +396,7 @@ class TaskManager:
 
     async def _execute(self, record: TaskRecord, job: Job, lender: Lender | None) -> None:
         """Wait for a place (in launch order: nothing is awaited before asking for one), then run. The task's files
-        are created meanwhile (`_open_files`); the run and the end line wait for them."""
+        are created meanwhile (`TaskFiles.open`); the run and the end line wait for them."""
         outcome: TaskOutcome | None = None
         try:
             with record.scope:
@@ -454,8 +418,8 @@ class TaskManager:
 
     async def _join_team(self, record: TaskRecord) -> TaskOutcome | None:
         """Hand the task to the team's store before it runs; its failure is the task's."""
-        assert self.team is not None
         try:
+            assert self.team is not None
             await self.team.begin(record)
         except Exception as exc:
             return failed(record, exc)
@@ -465,7 +429,7 @@ class TaskManager:
         await record.opened.wait()
         record.state = "running"
         record.progress.started_at = record.progress.last_activity = time.monotonic()
-        self._write_transcript(record.transcript.running)
+        write_transcript(record.transcript.running)
         return await self._run_with_limits(record, job)
 
     async def _run_with_limits(self, record: TaskRecord, job: Job) -> TaskOutcome:
@@ -506,12 +470,12 @@ class TaskManager:
         spent = self._track(record, event)
         if spent:
             progress = record.progress
-            self._write_transcript(
+            write_transcript(
                 record.transcript.usage, turn=progress.turn, usage=progress.usage, cost_usd=record.cost_usd()
             )
         line = self._texts.event_line(event)
         if line:
-            self._append_output(record, line)
+            self._files.append_output(record, line)
         for listener in list(record.resources.listeners):
             try:
                 await listener(event)
@@ -568,26 +532,26 @@ class TaskManager:
                 progress.current_tools.remove(event.call.name)
             self._record_new_denials(record)
         elif isinstance(event, MessageAppended):
-            self._write_transcript(record.transcript.message, event.message)
+            write_transcript(record.transcript.message, event.message)
         elif isinstance(event, Compacted):
             progress.usage += event.usage
-            self._write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
+            write_transcript(record.transcript.compaction, event.summary, event.reason, event.replaced)
             return True
         elif isinstance(event, BudgetWarning):
-            self._write_transcript(record.transcript.notice, "budget_warning", self._texts.budget_warning(event))
+            write_transcript(record.transcript.notice, "budget_warning", self._texts.budget_warning(event))
         elif isinstance(event, QuestionAsked):
-            self._write_transcript(record.transcript.question, event.entry)
+            write_transcript(record.transcript.question, event.entry)
         elif isinstance(event, QuestionAnswered):
-            self._write_transcript(record.transcript.answer, event.entry, event.answer)
+            write_transcript(record.transcript.answer, event.entry, event.answer)
         elif isinstance(event, Stalled):  # pyright: ignore[reportUnnecessaryIsInstance]
-            self._write_transcript(record.transcript.notice, "stalled", (self._texts.event_line(event) or "").strip())
+            write_transcript(record.transcript.notice, "stalled", (self._texts.event_line(event) or "").strip())
         return False
 
     def _record_new_denials(self, record: TaskRecord) -> None:
         """Denials are collected by the permission gate; each new one also goes into the transcript, as it happens."""
         denials = record.resources.denials
         for denial in denials[record.progress.denials_written :]:
-            self._write_transcript(record.transcript.denial, denial)
+            write_transcript(record.transcript.denial, denial)
         record.progress.denials_written = len(denials)
 
     # ---- how a task ends --------------------------------------------------------------------------------------------
@@ -605,11 +569,9 @@ class TaskManager:
         record.state = outcome.state
         if outcome.state != "completed":
             record.resources.processes.kill_all()
-        self._append_output(record, f"\n{self._texts.end(record, outcome)}\n")
-        output = self._outputs.pop(record.id, None)
-        if output is not None:
-            output.close()
-        self._write_transcript(record.transcript.finished, outcome, tuple(record.children))
+        self._files.append_output(record, f"\n{self._texts.end(record, outcome)}\n")
+        self._files.release_output(record)
+        write_transcript(record.transcript.finished, outcome, tuple(record.children))
         if self.observer is not None:
             try:
                 self.observer.finished(record, outcome)
@@ -629,28 +591,6 @@ class TaskManager:
         newest = self._newest_finished.setdefault(record.owner, [])
         bisect.insort(newest, (-record.created, record.id))
         del newest[FINISHED_SHOWN:]
-
-    # Task files are written inline: appending a line to a local file costs microseconds, a thread hop ~250 us.
-    def _write_transcript(self, write: Callable[..., None], *args: object, **kwargs: object) -> None:
-        try:
-            write(*args, **kwargs)
-        except OSError:
-            logger.warning("could not write a transcript line", exc_info=True)
-
-    def _append_output(self, record: TaskRecord, text: str) -> None:
-        held = self._outputs.get(record.id)
-        output = held or _output_file(record)  # a line about a task that has ended: opened for that line alone
-        try:
-            output.append(self.redact(text))
-        except OSError:
-            logger.warning("could not write output file %s", record.output_path)
-        finally:
-            if held is None:
-                output.close()
-
-
-def _output_file(record: TaskRecord, copy: Callable[[str], None] | None = None) -> AppendFile:
-    return AppendFile(record.output_path, errors="backslashreplace", copy=copy)
 
 
 def _model_warning(record: TaskRecord) -> list[str]:
