@@ -1,4 +1,5 @@
-"""What `.ci/run` promises: a type check that could not run fails CI, and the shared reference material is required."""
+"""What `.ci/run` promises: a type check that could not run fails CI, the shared reference material is required, and
+the team tests get a scratch Postgres that is gone when CI ends."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
+
+from tests.team.postgres import missing_postgres, postgres_bin_dir
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -66,3 +70,36 @@ def test_ci_requires_the_shared_material_before_running_the_tests() -> None:
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     assert ci.index("export MCP_SUBAGENTS_REQUIRE_CORPUS=1") < ci.index("\npython -m pytest")
     assert "\n.ci/typecheck\n" in ci
+
+
+def test_ci_starts_postgres_and_promises_it_to_the_tests_before_running_them() -> None:
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    tests_start = ci.index("\npython -m pytest")
+    assert ci.index("\nsource .ci/postgres\n") < ci.index("\ntrap stop_scratch_postgres EXIT\n")
+    assert ci.index("\ntrap stop_scratch_postgres EXIT\n") < ci.index("\nstart_scratch_postgres\n") < tests_start
+    assert ci.index("\nexport MCP_SUBAGENTS_REQUIRE_POSTGRES=1\n") < tests_start
+
+
+def test_cis_postgres_serves_a_password_role_on_loopback_and_is_gone_when_ci_exits_on_a_failure() -> None:
+    if postgres_bin_dir() is None:
+        missing_postgres("no Postgres found (initdb and pg_ctl on PATH or in /usr/lib/postgresql/*/bin)")
+    script = """
+        set -euo pipefail
+        source .ci/postgres
+        trap stop_scratch_postgres EXIT
+        start_scratch_postgres
+        echo "$PG_SCRATCH"
+        echo "$MCP_SUBAGENTS_TEST_DATABASE_URL"
+        "$(postgres_bin_dir)/psql" "$MCP_SUBAGENTS_TEST_DATABASE_URL" --no-psqlrc --tuples-only --no-align \
+            --command="SELECT current_setting('listen_addresses'), rolcreatedb, rolsuper FROM pg_roles
+                       WHERE rolname = current_user"
+        exit 3
+    """
+    run = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 3, run.stderr
+    folder, url, settings = run.stdout.splitlines()
+    assert url.startswith("postgresql://mcp_subagents_test:") and "@127.0.0.1:" in url
+    assert settings == "127.0.0.1|t|f"
+    assert not Path(folder).exists()
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(url, connect_timeout=5).close()

@@ -13,6 +13,7 @@ from email.message import Message
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import mcp_subagents
 from mcp_subagents.cli import main
@@ -66,6 +67,15 @@ def test_the_wheel_carries_the_metadata_a_release_needs(dist: Path) -> None:
     builtin = {Path(name).name for name in names if name.startswith("mcp_subagents/_builtin_agents/")}
     assert builtin == {"Bash.md", "Explore.md", "Plan.md", "general-purpose.md"}
     assert "mcp_subagents/py.typed" in names
+
+
+def test_the_team_mode_is_an_extra_that_the_default_install_does_without(dist: Path) -> None:
+    metadata, _ = wheel_metadata(dist)
+    requires = [Requirement(line) for line in metadata.get_all("Requires-Dist") or []]
+    for_team = [req for req in requires if req.marker is not None and req.marker.evaluate({"extra": "team"})]
+    assert sorted(req.name for req in for_team) == ["dbos", "psycopg"]
+    default_install = [req.name for req in requires if req.marker is None or req.marker.evaluate({"extra": ""})]
+    assert "dbos" not in default_install and "psycopg" not in default_install
 
 
 def test_the_sdist_holds_the_sources_and_no_stray_files(dist: Path) -> None:
