@@ -33,6 +33,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("cli.entry", "cli.commands"): "a stdio server answers a host's opening requests while the commands load",
     ("cli.entry", "serve.early_answers"): "a relay to the warm server starts on a few standard modules only",
     ("cli.commands", "cli.tasks"): _ONE_COMMAND,
+    ("cli.tasks", "team.folder"): "the team's database (psycopg) only with --database-url",
     ("cli.prescan", "definitions"): _PRESCAN_CHILD,
     ("cli.prescan", "definitions.cache"): _PRESCAN_CHILD,
     ("cli.prescan", "definitions.sources"): _PRESCAN_CHILD,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NoReturn, TypeVar, cast
 
 from ..config.settings import (
+    DATABASE_OPTION,
     RUN_OPTIONS,
     SERVE_OPTIONS,
     SOURCE_OPTIONS,
@@ -25,6 +26,7 @@ from ..core.version import __version__
 
 ALL_OPTIONS = (*SOURCE_OPTIONS, *RUN_OPTIONS, *SERVE_OPTIONS)
 STATE_DIR_OPTIONS = tuple(option for option in RUN_OPTIONS if option.flag == "--state-dir")
+TASKS_OPTIONS = (*STATE_DIR_OPTIONS, DATABASE_OPTION)
 USAGE_ERROR = 2
 """The exit status of a command line that does not parse, as argparse and shells have it."""
 
@@ -159,7 +161,7 @@ def _add_tasks_parser(commands: argparse._SubParsersAction[CommandParser], chose
     task_commands = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
     task_list = task_commands.add_parser("list", help="every task of the state directory, newest first")
     task_list.add_argument("--json", action="store_true", help="print a JSON list of tasks")
-    add_options_if_chosen("tasks", task_list, STATE_DIR_OPTIONS)
+    add_options_if_chosen("tasks", task_list, TASKS_OPTIONS)
     for action, help_text in TASK_ACTION_HELP.items():
         command = task_commands.add_parser(action, help=help_text)
         command.add_argument("task_id", metavar="ID", help="the task id (or its first 6 or more characters)")
@@ -175,7 +177,7 @@ def _add_tasks_parser(commands: argparse._SubParsersAction[CommandParser], chose
             )
             choice.add_argument("--deny", dest="choice", action="store_const", const="deny", help="deny this call")
             command.add_argument("--question", metavar="QID", help="which question (default: the oldest open one)")
-        add_options_if_chosen("tasks", command, STATE_DIR_OPTIONS)
+        add_options_if_chosen("tasks", command, TASKS_OPTIONS)
 
 
 COMMANDS = {"serve": (), "run": (), "agents": ("list", "validate"), "dashboard": (), "tasks": TASK_ACTIONS}

@@ -129,6 +129,7 @@ def _run_command(
                     answer=(getattr(namespace, "choice", None), getattr(namespace, "question", None)),
                     out=sys.stdout,
                     stall_after=settings.stall_after,
+                    database_url=settings.database_url,
                 )
             except KeyboardInterrupt:  # leaving `tasks tail` early
                 status = 130

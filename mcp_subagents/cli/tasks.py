@@ -14,8 +14,9 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
+from ..core.errors import SubagentsError
 from ..models.pricing import format_usd
 from ..render import outcome_text
 from ..render.envelopes import RecordedTask, recorded_task, stall_label, stall_text
@@ -34,6 +35,9 @@ from ..tasks.files import (
 )
 from ..tasks.tree import TreeReader
 
+if TYPE_CHECKING:
+    from ..team.folder import TeamFolder
+
 FOLLOW_INTERVAL = 0.2
 """Seconds between looks at a followed task's files (`tail -f` does the same)."""
 STOP_WAIT = 10.0
@@ -48,22 +52,61 @@ def tasks_command(
     out: TextIO,
     answer: tuple[str | None, str | None] = (None, None),
     stall_after: float = DEFAULT_STALL_AFTER,
+    database_url: str | None = None,
 ) -> int:
     """Run one `tasks` action; returns the exit status. `answer`: (allow|always|deny, question id or None);
-    `stall_after`: `--stall-after`, when a running task is shown as stalled."""
+    `stall_after`: `--stall-after`, when a running task is shown as stalled; `database_url`: a team's tasks, on
+    whichever replica they run (instead of the state directory's)."""
+    if database_url is None:
+        return _action(
+            action, state_dir, None, task_id=task_id, as_json=as_json, out=out, answer=answer, stall_after=stall_after
+        )
+    from ..team.folder import TeamFolder
+
+    try:
+        with TeamFolder(database_url) as team:
+            team.sync()
+            return _action(
+                action,
+                team.state_dir,
+                team,
+                task_id=task_id,
+                as_json=as_json,
+                out=out,
+                answer=answer,
+                stall_after=stall_after,
+            )
+    except SubagentsError as exc:
+        print(f"mcp-subagents: {exc.message}", file=sys.stderr)
+        return 1
+
+
+def _action(
+    action: str,
+    state_dir: Path,
+    team: TeamFolder | None,
+    *,
+    task_id: str | None,
+    as_json: bool,
+    out: TextIO,
+    answer: tuple[str | None, str | None],
+    stall_after: float,
+) -> int:
     try:
         match action:
             case "answer":
-                return _answer(state_dir, _snapshot(state_dir, task_id), answer[0] or "deny", answer[1], out=out)
+                snapshot = _snapshot(state_dir, task_id)
+                return _answer(state_dir, team, snapshot, answer[0] or "deny", answer[1], out=out)
             case "list":
-                return _list(state_dir, as_json=as_json, out=out, stall_after=stall_after)
+                where = "the team's database" if team is not None else str(state_dir)
+                return _list(state_dir, as_json=as_json, out=out, stall_after=stall_after, where=where)
             case "show":
                 snapshot = _snapshot(state_dir, task_id)
                 return _show(snapshot, out=out, stall_after=stall_after, tree=_tree(state_dir, snapshot))
             case "tail":
-                return _tail(state_dir, task_id, out=out)
+                return _tail(state_dir, team, task_id, out=out)
             case _:
-                return _stop(state_dir, task_id, out=out)
+                return _stop(state_dir, team, task_id, out=out)
     except TaskLookupError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         return 1
@@ -77,14 +120,14 @@ def _snapshot(state_dir: Path, task_id: str | None) -> TaskSnapshot:
     return snapshot
 
 
-def _list(state_dir: Path, *, as_json: bool, out: TextIO, stall_after: float) -> int:
+def _list(state_dir: Path, *, as_json: bool, out: TextIO, stall_after: float, where: str) -> int:
     snapshots = list_tasks(state_dir)
     if as_json:
         rows = [task_row(snapshot, stall_after=stall_after) for snapshot in snapshots]
         print(json.dumps(rows, indent=2), file=out)
         return 0
     if not snapshots:
-        print(f"No tasks in {state_dir}.", file=out)
+        print(f"No tasks in {where}.", file=out)
         return 0
     columns = ("ID", "STATE", "AGENT", "MODEL", "TURNS", "TOKENS", "COST", "ELAPSED", "DESCRIPTION")
     rows = [columns] + [
@@ -186,12 +229,14 @@ def _cost_text(snapshot: TaskSnapshot) -> str:
     return f"tokens only ({_field(snapshot.header.model or 'the model')} has no price)"
 
 
-def _tail(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
+def _tail(state_dir: Path, team: TeamFolder | None, task_id: str | None, *, out: TextIO) -> int:
     """Print the task's output file and follow it until the task ends; the exit status says how it ended."""
     path = find_task(state_dir, task_id or "")
     output = output_path(path)
     offset = 0
     while True:
+        if team is not None:
+            team.sync(path.stem)
         snapshot = read_task(path)  # before reading the output: an end seen here means the output is complete
         finished = snapshot is None or snapshot.finished
         text = _read(output)
@@ -208,19 +253,24 @@ def _tail(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
         time.sleep(FOLLOW_INTERVAL)
 
 
-def _stop(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
+def _stop(state_dir: Path, team: TeamFolder | None, task_id: str | None, *, out: TextIO) -> int:
     snapshot = _snapshot(state_dir, task_id)
     header = snapshot.header
-    if snapshot.finished:
+    if snapshot.finished and (team is None or snapshot.outcome is not None):
         print(f"Task {header.task_id} ({_field(header.description)}) already ended: {snapshot.state}.", file=out)
         return 0
     try:
-        request_stop(state_dir, header.control, header.task_id)
+        if team is not None:
+            team.stop(header.task_id)
+        else:
+            request_stop(state_dir, header.control, header.task_id)
     except ControlError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         return 1
     deadline = time.monotonic() + STOP_WAIT
     while time.monotonic() < deadline:
+        if team is not None:
+            team.sync(header.task_id)
         ended = read_task(snapshot.path)
         if ended is not None and ended.finished:
             print(
@@ -234,19 +284,32 @@ def _stop(state_dir: Path, task_id: str | None, *, out: TextIO) -> int:
     return 1
 
 
-def _answer(state_dir: Path, snapshot: TaskSnapshot, choice: str, question_id: str | None, *, out: TextIO) -> int:
+def _answer(
+    state_dir: Path,
+    team: TeamFolder | None,
+    snapshot: TaskSnapshot,
+    choice: str,
+    question_id: str | None,
+    *,
+    out: TextIO,
+) -> int:
     header, waiting = snapshot.header, snapshot.waiting
     if snapshot.finished or waiting is None:
         print(f"mcp-subagents: task {header.task_id} waits on no question (it is {snapshot.state}).", file=sys.stderr)
         return 1
     request = AnswerRequest(header.task_id, question_id or waiting.id, choice, "cli", os_user())
     try:
-        request_answer(state_dir, header.control, request)
+        if team is not None:
+            team.answer(request)
+        else:
+            request_answer(state_dir, header.control, request)
     except ControlError as exc:
         print(f"mcp-subagents: {exc.message}", file=sys.stderr)
         return 1
     deadline = time.monotonic() + STOP_WAIT
     while time.monotonic() < deadline:
+        if team is not None:
+            team.sync(header.task_id)
         now = read_task(snapshot.path)
         if now is None or now.finished or now.waiting is None or now.waiting.id != request.question_id:
             done = {"allow": "Allowed", "always": "Always allowed", "deny": "Denied"}[choice]

@@ -310,9 +310,10 @@ class Subagents:
             return
         from ..team.replica import Team
         from .carry_on import carry_on
+        from .control import ControlRequests
 
         team = Team(url, self.tasks, self.settings.working_directory, self.tasks.redact)
-        async with team.serving(partial(carry_on, self)):
+        async with team.serving(partial(carry_on, self), ControlRequests(self)):
             yield
 
     @property

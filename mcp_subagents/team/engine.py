@@ -67,11 +67,6 @@ async def has_workflow(task_id: str) -> bool:
     return await DBOS.get_workflow_status_async(task_id) is not None
 
 
-async def cancel_workflow(task_id: str) -> None:
-    """The task was stopped: its workflow must not be carried on by anyone."""
-    await DBOS.cancel_workflow_async(task_id)
-
-
 async def recover(replicas: list[str]) -> list[str]:
     """Hand the pending workflows of dead `replicas` back to the team (each to exactly one replica); their ids."""
     handles = await anyio.to_thread.run_sync(DBOS._recover_pending_workflows, replicas)  # pyright: ignore[reportPrivateUsage]

@@ -4,9 +4,11 @@ task's end line arrives."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import cast
 
 import anyio
 
@@ -34,7 +36,12 @@ async def fetch_lines(database: Database, task_id: str) -> dict[str, list[str]]:
 
 
 def write_files(output_dir: Path, task_id: str, files: dict[str, list[str]]) -> None:
-    """Replace the task's files in `output_dir` with `files` (each written whole, then renamed into place)."""
+    """Replace the task's files in `output_dir` with `files` (each written whole, then renamed into place). The
+    header's process id is left out: it names a process of another replica, maybe of another machine, whose state
+    says nothing here (a task whose replica died is carried on, not over)."""
+    transcript = files.get(TRANSCRIPT, [])
+    if transcript:
+        files = {**files, TRANSCRIPT: [_without_pid(transcript[0]), *transcript[1:]]}
     for file, suffix in FILES.items():
         target = output_dir / f"{task_id}{suffix}"
         handle, scratch = tempfile.mkstemp(dir=output_dir, prefix=f".{task_id}.")
@@ -46,6 +53,16 @@ def write_files(output_dir: Path, task_id: str, files: dict[str, list[str]]) -> 
         except BaseException:
             Path(scratch).unlink(missing_ok=True)
             raise
+
+
+def _without_pid(line: str) -> str:
+    try:
+        header = json.loads(line)
+    except json.JSONDecodeError:
+        return line
+    if not isinstance(header, dict) or "pid" not in header:
+        return line
+    return json.dumps({**cast("dict[str, object]", header), "pid": None}, ensure_ascii=False) + "\n"
 
 
 class RemoteTasks:

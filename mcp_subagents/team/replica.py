@@ -12,13 +12,14 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
 from psycopg.types.json import Jsonb
 
 from ..core.redaction import Redactor
+from ..tasks.control import PLACES, AnswerRequest, ControlHandler
 from ..tasks.manager import TaskManager
 from ..tasks.outcome import TaskOutcome
 from ..tasks.record import TaskRecord
@@ -64,15 +65,18 @@ class Team:
         self._journal = Journal(self._database, self.replica, self._lost)
         self._remote = RemoteTasks(self._database, manager.output_dir, redact)
         self._carry_on: CarryOn | None = None
+        self._control: ControlHandler | None = None
         self._group: TaskGroup | None = None
         self._leaving = False
         self._given_up: set[str] = set()
         """Tasks another replica took over from this one."""
 
     @asynccontextmanager
-    async def serving(self, carry_on: CarryOn) -> AsyncGenerator[Team]:
-        """Join the team: tables, this replica's row, the engine; carry tasks on with `carry_on`."""
+    async def serving(self, carry_on: CarryOn, control: ControlHandler) -> AsyncGenerator[Team]:
+        """Join the team: tables, this replica's row, the engine; carry tasks on with `carry_on`; stops and answers
+        for the tasks this replica runs go to `control`."""
         self._carry_on = carry_on
+        self._control = control
         await self._database.open()
         await self._register()
         engine.start_engine(self._database.url, self.replica, self.carry)
@@ -136,8 +140,7 @@ class Team:
         return ids
 
     async def stop_elsewhere(self, record: TaskRecord) -> None:
-        await engine.cancel_workflow(record.id)
-        await self._database.notify({"stop": record.id})
+        await request_stop(self._database, record.id)
         with anyio.move_on_after(STOP_WAIT_S):
             await record.done.wait()
         if not record.done.is_set() and await self._take_unheld(record.id):
@@ -161,14 +164,18 @@ class Team:
 
     async def _take_over(self, task_id: str) -> TaskRecord | None:
         rows = await self._database.fetch(
-            f"UPDATE {SCHEMA}.tasks SET replica = %s WHERE id = %s AND NOT ended RETURNING launch, project, created",
+            f"UPDATE {SCHEMA}.tasks SET replica = %s WHERE id = %s AND NOT ended "
+            "RETURNING launch, project, created, stop_requested",
             (self.replica, task_id),
         )
         if not rows:
             return None
-        launch, project, created = rows[0]
+        launch, project, created, stop_requested = rows[0]
         await self._materialize(task_id)
         self._journal.register(task_id)
+        if stop_requested:  # stopped while no replica ran it
+            await self._end_here(task_id, TaskOutcome(state="stopped"))
+            return None
         if not await anyio.Path(project).is_dir():
             await self._end_here(task_id, TaskOutcome(state="failed", error=unseen_project(self.replica, project)))
             return None
@@ -299,11 +306,35 @@ class Team:
                 await anyio.sleep(HEARTBEAT_S)
 
     def _notified(self, payload: dict[str, Any]) -> None:
-        stop, ended = payload.get("stop"), payload.get("ended")
+        stop, ended, answer = payload.get("stop"), payload.get("ended"), answer_request(payload.get("answer"))
+        if self._group is None or self._control is None:
+            return
         if isinstance(stop, str):
-            self._manager.stop_own(stop)
-        if isinstance(ended, str) and self._remote.get(ended) is not None and self._group is not None:
+            self._control.stop(stop)
+        if answer is not None and self._manager.live(answer.task_id) is not None:
+            self._group.start_soon(self._control.answer, answer)
+        if isinstance(ended, str) and self._remote.get(ended) is not None:
             self._group.start_soon(self._remote.refresh, ended)
+
+
+async def request_stop(database: Database, task_id: str) -> None:
+    """Ask the team to stop a task: the replica that runs it is told at once, and no replica carries it on later."""
+    await database.execute(f"UPDATE {SCHEMA}.tasks SET stop_requested = true WHERE id = %s", (task_id,))
+    await database.notify({"stop": task_id})
+
+
+def answer_request(payload: object) -> AnswerRequest | None:
+    """An answer sent through the database (`tasks answer`, another replica's dashboard), checked field by field."""
+    if not isinstance(payload, dict):
+        return None
+    fields = cast("dict[str, object]", payload)
+    values = [fields.get(name) for name in ("task", "question", "choice", "place", "by")]
+    if not all(isinstance(value, str) for value in values):
+        return None
+    task, question, choice, place, by = cast("list[str]", values)
+    if choice not in ("allow", "always", "deny") or place not in PLACES:
+        return None
+    return AnswerRequest(task, question, choice, place, by)
 
 
 def unseen_project(replica: str, project: str) -> str:

@@ -27,6 +27,7 @@ STATEMENTS = (
         project text NOT NULL,
         created double precision NOT NULL,
         ended boolean NOT NULL DEFAULT false,
+        stop_requested boolean NOT NULL DEFAULT false,
         launch jsonb NOT NULL
     )""",
     f"CREATE INDEX IF NOT EXISTS tasks_by_owner ON {SCHEMA}.tasks (owner, created DESC)",

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -13,8 +15,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.fakes.fake_llm import FakeLLM, Step, text, tool_use, turn
+from tests.processes import wait_until_gone
 from tests.security.http_harness import mcp_client
-from tests.support import matched, text_of
+from tests.support import matched, server_environment, text_of
 from tests.team.replicas import Signal, replica
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -97,3 +100,56 @@ async def test_a_killed_replica_s_task_is_carried_on_by_another_without_running_
             assert b.seen(f"carrying on task {task_id}"), "".join(b.log)
     assert "interrupted before this tool call finished" in answer, answer
     assert marker.read_text() == "ran\n"  # the tool call whose result was never recorded did not run again
+
+
+async def test_a_stop_on_another_replica_ends_the_task_and_its_processes(tmp_path: Path, database_url: str) -> None:
+    marker, pid_file, started = tmp_path / "ran", tmp_path / "pid", Signal(tmp_path / "started")
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, f"echo $$ > {pid_file}; {started.command()}; sleep 300")
+        project = tmp_path / "project"
+        async with (
+            replica(tmp_path / "a", project, database_url, fake, **BYPASS) as a,
+            replica(tmp_path / "b", project, database_url, fake, **BYPASS) as b,
+        ):
+            task_id = await launched(a.url)
+            await started.wait()
+            shell = int(pid_file.read_text())
+            async with mcp_client(b.url) as client:
+                stopped = await client.call_tool("TaskStop", {"task_id": task_id})
+            await wait_until_gone(shell)  # the command's processes are killed on replica a
+            answer = await output(b.url, task_id)
+    assert not stopped.is_error, text_of(stopped)
+    assert "stopped" in text_of(stopped).lower(), text_of(stopped)
+    assert "stopped" in answer, answer
+
+
+def tasks_command(home: Path, database_url: str, *words: str) -> subprocess.CompletedProcess[str]:
+    """`mcp-subagents tasks ...` on a machine of its own (its own home and state directory), on the team's database."""
+    environ = server_environment(home) | {"MCP_SUBAGENTS_DATABASE_URL": database_url}
+    command = [sys.executable, "-m", "mcp_subagents", "tasks", *words]
+    return subprocess.run(command, env=environ, capture_output=True, text=True, timeout=60, check=False)
+
+
+async def test_the_tasks_command_lists_follows_and_stops_a_team_s_tasks(tmp_path: Path, database_url: str) -> None:
+    marker, started = tmp_path / "ran", Signal(tmp_path / "started")
+    with FakeLLM() as fake:
+        project = tmp_path / "project"
+        async with replica(tmp_path / "a", project, database_url, fake, **BYPASS) as a:
+            fake.default = run_once_then_answer(marker, "echo first-task")
+            first = await launched(a.url)
+            assert "first-task" in await output(a.url, first)
+            fake.default = run_once_then_answer(marker, f"{started.command()}; sleep 300")
+            second = await launched(a.url)
+            await started.wait()
+            listing = await anyio.to_thread.run_sync(tasks_command, tmp_path / "cli", database_url, "list")
+            shown = await anyio.to_thread.run_sync(tasks_command, tmp_path / "cli", database_url, "show", first)
+            tail = await anyio.to_thread.run_sync(tasks_command, tmp_path / "cli", database_url, "tail", first)
+            stop = await anyio.to_thread.run_sync(tasks_command, tmp_path / "cli", database_url, "stop", second)
+            stopped = await output(a.url, second)
+    assert listing.returncode == 0, listing.stderr
+    rows = {line.split()[0]: line for line in listing.stdout.splitlines()[1:]}
+    assert "completed" in rows[first] and "running" in rows[second], listing.stdout
+    assert shown.returncode == 0 and "completed" in shown.stdout, shown.stdout + shown.stderr
+    assert tail.returncode == 0 and "first-task" in tail.stdout, tail.stdout + tail.stderr
+    assert stop.returncode == 0 and f"Stopped task {second}" in stop.stdout, stop.stdout + stop.stderr
+    assert "stopped" in stopped, stopped
