@@ -171,6 +171,20 @@ class QuestionBoard:
         assert entry.answer is not None
         return entry.answer
 
+    def mirror(self, entries: list[OpenQuestion]) -> None:
+        """Make the open questions those of `entries` (the board of a task another replica runs, as its transcript
+        says): new ones are posted under their own ids, answered ones go."""
+        kept = {entry.id for entry in entries}
+        for question_id in [question_id for question_id in self._open if question_id not in kept]:
+            self.withdraw(question_id)
+        fresh = [entry for entry in entries if entry.id not in self._open]
+        for entry in fresh:
+            self._open[entry.id] = entry
+            self.asked += 1
+        if fresh:
+            self._posted.set()
+            self._posted = anyio.Event()
+
     def waiting(self) -> list[OpenQuestion]:
         """The open questions, oldest first."""
         return list(self._open.values())

@@ -16,6 +16,7 @@ import anyio
 from ..config.local_rules import add_local_allow_rule
 from ..core.errors import ConfigError, QuestionClosedError
 from ..permissions.asking import Answer, Choice, OpenQuestion, allowed, declined
+from ..tasks.team_link import ForwardedAnswer
 
 if TYPE_CHECKING:
     from ..permissions.session_rules import SessionRules
@@ -44,15 +45,22 @@ class QuestionAnswers:
         Raises:
             QuestionClosedError: it is not open (answered before, timed out, or never asked in this tree).
         """
-        entry = self._tasks.root(record).resources.questions.get(question_id)
+        root = self._tasks.root(record)
+        entry = root.resources.questions.get(question_id)
         if entry is None:
             raise QuestionClosedError(_closed(record))
+        team = self._tasks.team
+        if team is not None and self._tasks.live(root.id) is None:  # another replica runs it: the answer goes there
+            await team.forward_answer(ForwardedAnswer(root.id, question_id, choice, by, via))
+            answer = _answer(choice, by=by, via=via)
+            self._tasks.answer(record, question_id, answer)
+            return Receipt(question=entry, answer=answer)
         note = None
         if choice == "always" and entry.question.kind == "trust":
             choice = "allow"  # trusting a folder is remembered already: "always" adds nothing to it
         elif choice == "always":
             note = await self._always(entry)
-        answer = declined(by=by, via=via) if choice == "deny" else allowed(by=by, via=via, always=choice == "always")
+        answer = _answer(choice, by=by, via=via)
         if self._tasks.answer(record, question_id, answer) is None:  # answered elsewhere while the file was written
             raise QuestionClosedError(_closed(record))
         logger.info("task %s: %s %s by %s via %s", entry.task_id, answer.kind, entry.question.tool, by, via)
@@ -70,6 +78,10 @@ class QuestionAnswers:
             logger.warning("always allow: %s", exc.message)
             return f"{rule} is allowed for the rest of this server session; {exc.message}."
         return f"{rule} is allowed from now on (added to {written})."
+
+
+def _answer(choice: Choice, *, by: str, via: str) -> Answer:
+    return declined(by=by, via=via) if choice == "deny" else allowed(by=by, via=via, always=choice == "always")
 
 
 def _closed(record: TaskRecord) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 from ..core.errors import QuestionClosedError
 from ..permissions.asking import Choice
 from ..tasks.control import PLACES, AnswerRequest
+from ..tasks.team_link import ForwardedAnswer
 
 if TYPE_CHECKING:
     from .service import Subagents
@@ -23,6 +24,16 @@ class ControlRequests:
 
     def stop(self, task_id: str) -> bool:
         return self._app.stop_own(task_id)
+
+    async def answer_as_sent(self, answer: ForwardedAnswer) -> None:
+        """An answer another replica of the team took (or `tasks answer --database-url` sent)."""
+        record = self._app.tasks.live(answer.task_id)
+        if record is None:
+            return
+        try:
+            await self._app.answers.answer(record, answer.question_id, answer.choice, by=answer.by, via=answer.via)
+        except QuestionClosedError as exc:
+            logger.info("an answer from another replica: %s", exc.message)
 
     async def answer(self, request: AnswerRequest) -> None:
         record = self._app.tasks.live(request.task_id)

@@ -4,9 +4,24 @@ the store is below the runtime but above the tasks, so the manager sees it only 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
-from .record import TaskRecord
+if TYPE_CHECKING:
+    from ..permissions.asking import Choice
+    from .record import TaskRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardedAnswer:
+    """An answer given on one replica to a question of a task another replica runs."""
+
+    task_id: str
+    """The task a host launched (whose board the question is on)."""
+    question_id: str
+    choice: Choice
+    by: str
+    via: str
 
 
 class TeamLink(Protocol):
@@ -35,6 +50,10 @@ class TeamLink(Protocol):
 
     async def recent_of(self, principal: str, limit: int) -> list[str]:
         """The newest tasks `principal` started on any replica, refreshed; their ids, newest first."""
+        ...
+
+    async def forward_answer(self, answer: ForwardedAnswer) -> None:
+        """Send an answer to the replica that runs the task."""
         ...
 
     async def stop_elsewhere(self, record: TaskRecord) -> None:

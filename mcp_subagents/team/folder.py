@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from ..core.errors import SubagentsError
-from ..tasks.control import AnswerRequest
+from ..tasks.control import PLACES, AnswerRequest
 from .database import CONNECT_TIMEOUT_S, redacted_url
 from .journal import OUTPUT, TRANSCRIPT
 from .remote import write_files
@@ -64,17 +64,8 @@ class TeamFolder:
 
     def answer(self, request: AnswerRequest) -> None:
         """Send an answer to whichever replica runs the task."""
-        self._notify(
-            {
-                "answer": {
-                    "task": request.task_id,
-                    "question": request.question_id,
-                    "choice": request.choice,
-                    "place": request.place,
-                    "by": request.by,
-                }
-            }
-        )
+        answer = {"task_id": request.task_id, "question_id": request.question_id, "choice": request.choice}
+        self._notify({"answer": {**answer, "by": request.by, "via": PLACES[request.place]}})
 
     def _notify(self, payload: dict[str, Any]) -> None:
         self._connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(payload)))

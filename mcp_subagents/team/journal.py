@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 TRANSCRIPT = "transcript"
 OUTPUT = "output"
 END_LINE = '{"type": "end"'
+QUESTION_LINES = ('{"type": "question"', '{"type": "answer"')
 RETRY_AFTER_S = 1.0
 
 
@@ -30,6 +31,8 @@ class _TaskLines:
     written: int = 0
     registered: bool = False
     ended: bool = False
+    asked: bool = False
+    """A question was asked or answered since the last write: replicas showing the task are told."""
 
 
 class Journal:
@@ -67,6 +70,8 @@ class Journal:
             lines.enqueued += 1
             if file == TRANSCRIPT and text.startswith(END_LINE):
                 lines.ended = True
+            elif file == TRANSCRIPT and text.startswith(QUESTION_LINES):
+                lines.asked = True
             self._wake.set()
 
         return copy
@@ -119,7 +124,9 @@ class Journal:
                 )
         lost = await self._not_held(list(batch))
         ended: list[str] = []
+        asked = [task_id for task_id, lines in batch.items() if lines.asked and task_id not in lost]
         for task_id, lines in batch.items():
+            lines.asked = False
             done = len(lines.queued)
             del lines.queued[:done]
             lines.written += done
@@ -128,6 +135,8 @@ class Journal:
                 self._on_lost(task_id)
             elif lines.ended and not lines.queued:
                 ended.append(task_id)
+        for task_id in asked:
+            await self._database.notify({"asked": task_id})
         for task_id in ended:
             self._tasks.pop(task_id, None)
             await self._database.execute(f"UPDATE {SCHEMA}.tasks SET ended = true WHERE id = %s", (task_id,))

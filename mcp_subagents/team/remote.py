@@ -8,15 +8,16 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import anyio
 
 from ..core.redaction import Redactor
 from ..core.state import FILE_MODE, TASK_ID
+from ..permissions.asking import OpenQuestion, PermissionQuestion
 from ..tasks.finished import load_finished
 from ..tasks.record import TaskRecord
-from ..tasks.transcripts import TranscriptWriter, read_summary
+from ..tasks.transcripts import TranscriptWriter, entries, read_summary
 from .database import Database
 from .journal import OUTPUT, TRANSCRIPT
 from .schema import SCHEMA
@@ -100,12 +101,44 @@ class RemoteTasks:
             held.done.set()
             del self._records[task_id]
             return held
-        if held is not None:
-            return held
-        record = _running_record(self._output_dir, task_id, self._redact)
+        record = held or _running_record(self._output_dir, task_id, self._redact)
         if record is not None:
             self._records[task_id] = record
+            record.resources.questions.mirror(open_questions(self._output_dir / f"{task_id}.jsonl"))
         return record
+
+
+def open_questions(path: Path) -> list[OpenQuestion]:
+    """The questions the task's transcript shows asked and not answered, oldest first."""
+    asked: dict[str, OpenQuestion] = {}
+    for entry in entries(path):
+        kind, question_id = entry.get("type"), entry.get("id")
+        if kind == "answer" and isinstance(question_id, str):
+            asked.pop(question_id, None)
+        elif kind == "question" and isinstance(question_id, str):
+            question = _question(entry)
+            if question is not None:
+                asked[question_id] = question
+    return list(asked.values())
+
+
+def _question(entry: dict[str, Any]) -> OpenQuestion | None:
+    try:
+        question = PermissionQuestion(
+            agent=str(entry["agent"]),
+            tool=str(entry["tool"]),
+            arguments=dict(entry["arguments"]),
+            reason=str(entry["reason"]),
+            suggestion=entry.get("suggestion"),
+            project=entry.get("project"),
+            call_id=str(entry.get("call_id") or ""),
+            kind="trust" if entry.get("kind") == "trust" else "call",
+        )
+        return OpenQuestion(
+            id=str(entry["id"]), task_id=str(entry["task_id"]), question=question, asked_at=float(entry["at"])
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _ended(output_dir: Path, task_id: str) -> bool:

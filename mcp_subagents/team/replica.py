@@ -10,19 +10,19 @@ import secrets
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import anyio
 from anyio.abc import TaskGroup
 from psycopg.types.json import Jsonb
 
 from ..core.redaction import Redactor
-from ..tasks.control import PLACES, AnswerRequest, ControlHandler
 from ..tasks.manager import TaskManager
 from ..tasks.outcome import TaskOutcome
 from ..tasks.record import TaskRecord
+from ..tasks.team_link import ForwardedAnswer
 from ..tasks.transcripts import TranscriptWriter
 from . import engine
 from .database import Database, DatabaseError, redacted_url
@@ -51,6 +51,16 @@ class Carried:
 
 CarryOn = Callable[[Carried], Awaitable[TaskRecord]]
 """The runtime's part: start the task again from its files, under its own id."""
+MAX_FIELD = 512
+"""The longest field an answer through the database may have (ids, a name, where it was given)."""
+
+
+class TeamControl(Protocol):
+    """What other replicas (and `tasks stop|answer`) ask of the tasks this replica runs."""
+
+    def stop(self, task_id: str) -> object: ...
+
+    async def answer_as_sent(self, answer: ForwardedAnswer) -> None: ...
 
 
 class Team:
@@ -65,14 +75,14 @@ class Team:
         self._journal = Journal(self._database, self.replica, self._lost)
         self._remote = RemoteTasks(self._database, manager.output_dir, redact)
         self._carry_on: CarryOn | None = None
-        self._control: ControlHandler | None = None
+        self._control: TeamControl | None = None
         self._group: TaskGroup | None = None
         self._leaving = False
         self._given_up: set[str] = set()
         """Tasks another replica took over from this one."""
 
     @asynccontextmanager
-    async def serving(self, carry_on: CarryOn, control: ControlHandler) -> AsyncGenerator[Team]:
+    async def serving(self, carry_on: CarryOn, control: TeamControl) -> AsyncGenerator[Team]:
         """Join the team: tables, this replica's row, the engine; carry tasks on with `carry_on`; stops and answers
         for the tasks this replica runs go to `control`."""
         self._carry_on = carry_on
@@ -306,15 +316,19 @@ class Team:
                 await anyio.sleep(HEARTBEAT_S)
 
     def _notified(self, payload: dict[str, Any]) -> None:
-        stop, ended, answer = payload.get("stop"), payload.get("ended"), answer_request(payload.get("answer"))
+        stop, answer = payload.get("stop"), forwarded_answer(payload.get("answer"))
+        changed = payload.get("ended") or payload.get("asked")
         if self._group is None or self._control is None:
             return
         if isinstance(stop, str):
             self._control.stop(stop)
         if answer is not None and self._manager.live(answer.task_id) is not None:
-            self._group.start_soon(self._control.answer, answer)
-        if isinstance(ended, str) and self._remote.get(ended) is not None:
-            self._group.start_soon(self._remote.refresh, ended)
+            self._group.start_soon(self._control.answer_as_sent, answer)
+        if isinstance(changed, str) and self._remote.get(changed) is not None:
+            self._group.start_soon(self._remote.refresh, changed)
+
+    async def forward_answer(self, answer: ForwardedAnswer) -> None:
+        await self._database.notify({"answer": asdict(answer)})
 
 
 async def request_stop(database: Database, task_id: str) -> None:
@@ -323,18 +337,19 @@ async def request_stop(database: Database, task_id: str) -> None:
     await database.notify({"stop": task_id})
 
 
-def answer_request(payload: object) -> AnswerRequest | None:
-    """An answer sent through the database (`tasks answer`, another replica's dashboard), checked field by field."""
+def forwarded_answer(payload: object) -> ForwardedAnswer | None:
+    """An answer sent through the database (`tasks answer`, a host or a dashboard on another replica), checked field
+    by field."""
     if not isinstance(payload, dict):
         return None
     fields = cast("dict[str, object]", payload)
-    values = [fields.get(name) for name in ("task", "question", "choice", "place", "by")]
-    if not all(isinstance(value, str) for value in values):
+    values = [fields.get(name) for name in ("task_id", "question_id", "choice", "by", "via")]
+    if not all(isinstance(value, str) and len(value) <= MAX_FIELD for value in values):
         return None
-    task, question, choice, place, by = cast("list[str]", values)
-    if choice not in ("allow", "always", "deny") or place not in PLACES:
+    task_id, question_id, choice, by, via = cast("list[str]", values)
+    if choice not in ("allow", "always", "deny"):
         return None
-    return AnswerRequest(task, question, choice, place, by)
+    return ForwardedAnswer(task_id, question_id, choice, by, via)
 
 
 def unseen_project(replica: str, project: str) -> str:

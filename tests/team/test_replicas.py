@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
 import anyio
+import psycopg
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.fakes.fake_llm import FakeLLM, Step, text, tool_use, turn
+from tests.mcp.test_asking import Host
 from tests.processes import wait_until_gone
 from tests.security.http_harness import mcp_client
 from tests.support import matched, server_environment, text_of
@@ -153,3 +158,81 @@ async def test_the_tasks_command_lists_follows_and_stops_a_team_s_tasks(tmp_path
     assert tail.returncode == 0 and "first-task" in tail.stdout, tail.stdout + tail.stderr
     assert stop.returncode == 0 and f"Stopped task {second}" in stop.stdout, stop.stdout + stop.stderr
     assert "stopped" in stopped, stopped
+
+
+@asynccontextmanager
+async def asked_about(database_url: str) -> AsyncGenerator[Callable[[str], Awaitable[None]]]:
+    """Listen on the team's channel; yields a function that waits until a task has a question asked (the replicas
+    say so there when the question's line is in the database)."""
+    seen: set[str] = set()
+    news = anyio.Event()
+    connection = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
+
+    async def watch() -> None:
+        nonlocal news
+        async for notice in connection.notifies():
+            task_id = json.loads(notice.payload).get("asked")
+            if isinstance(task_id, str):
+                seen.add(task_id)
+                news.set()
+                news = anyio.Event()
+
+    async def asked(task_id: str) -> None:
+        while task_id not in seen:
+            await news.wait()
+
+    try:
+        await connection.execute("LISTEN mcp_subagents")
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            yield asked
+            group.cancel_scope.cancel()
+    finally:
+        await connection.close()
+
+
+ASKING = {"MCP_SUBAGENTS_ASK_TIMEOUT": "120"}
+
+
+async def test_a_question_of_a_task_on_one_replica_is_answered_from_another_s_host(
+    tmp_path: Path, database_url: str
+) -> None:
+    marker = tmp_path / "ran"
+    host = Host("allow")
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, "echo allowed-run")
+        project = tmp_path / "project"
+        async with (
+            replica(tmp_path / "a", project, database_url, fake, **ASKING) as a,
+            replica(tmp_path / "b", project, database_url, fake, **ASKING) as b,
+        ):
+            task_id = await launched(a.url)
+            with anyio.fail_after(90):
+                async with (
+                    create_mcp_http_client() as http,
+                    Client(
+                        streamable_http_client(b.url, http_client=http), mode="legacy", elicitation_callback=host
+                    ) as client,
+                ):
+                    result = await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 60_000})
+    assert len(host.questions) == 1 and "echo ran" in host.questions[0], host.questions
+    assert "allowed-run" in text_of(result), text_of(result)
+    assert marker.read_text() == "ran\n"
+
+
+async def test_tasks_answer_reaches_the_replica_that_runs_the_task(tmp_path: Path, database_url: str) -> None:
+    marker = tmp_path / "ran"
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, "echo answered-from-the-cli")
+        project = tmp_path / "project"
+        async with replica(tmp_path / "a", project, database_url, fake, **ASKING) as a:
+            async with asked_about(database_url) as asked:
+                task_id = await launched(a.url)
+                with anyio.fail_after(60):
+                    await asked(task_id)
+            answered = await anyio.to_thread.run_sync(
+                tasks_command, tmp_path / "cli", database_url, "answer", task_id, "--allow"
+            )
+            answer = await output(a.url, task_id)
+    assert answered.returncode == 0 and "Allowed" in answered.stdout, answered.stdout + answered.stderr
+    assert "answered-from-the-cli" in answer, answer
