@@ -199,18 +199,20 @@ async def run_agent(
     model: Model,
     history: Sequence[Message] = (),
     on_event: EventHandler | None = None,
+    turns_done: int = 0,
 ) -> RunResult:
     """Loop model request -> tool calls -> tool results until the model answers without tools.
 
     `prompt` is the next user message: plain text, or a message that carries context blocks (a new run's first);
-    None goes on from `history` as it stands (a run another server began, whose last message is the user's).
+    None goes on from `history` as it stands (a run another server began, whose last message is the user's; the
+    `turns_done` it made there count against `max_turns`).
 
     Raises:
         ModelAPIError: the provider failed after its retries.
         ModelRefusalError: the model refused.
         RunError: the run cannot go on (context window full even after compaction).
     """
-    state = _RunState(messages=list(history), on_event=on_event or _ignore)
+    state = _RunState(messages=list(history), on_event=on_event or _ignore, turns=turns_done)
     if prompt is not None:
         await state.append(prompt if isinstance(prompt, UserMessage) else UserMessage(content=prompt))
     definitions = tuple(tool.definition() for tool in run.tools.values())

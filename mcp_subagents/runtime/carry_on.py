@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.messages import AssistantMessage, Message, UserMessage
+from ..core.messages import AssistantMessage, Message, Usage, UserMessage
 from ..core.principals import LOCAL_PRINCIPAL
+from ..tasks.files import read_task
 from ..tasks.record import CarriedTask, TaskRecord
-from ..tasks.transcripts import read_history, read_summary
+from ..tasks.transcripts import read_history
 from .request import TaskRequest
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ async def carry_on(app: Subagents, carried: Carried) -> TaskRecord:
     launch = carried.launch
     request = TaskRequest.model_validate(launch["request"], strict=False)
     path = app.tasks.transcript_path(carried.record_id)
-    summary = read_summary(path)
-    agent = summary.header.agent if summary is not None else (request.agent or "")
+    snapshot = read_task(path)
+    agent = snapshot.header.agent if snapshot is not None else (request.agent or "")
     catalog = await app.catalog_for_task(agent)
     return app.launch(
         request,
@@ -49,7 +50,13 @@ async def carry_on(app: Subagents, carried: Carried) -> TaskRecord:
         roots=tuple(Path(root) for root in launch.get("roots", ())),
         principal=str(launch.get("principal") or LOCAL_PRINCIPAL),
         carried=CarriedTask(
-            id=carried.record_id, created=carried.created, agent=agent, history=tuple(_going_on(read_history(path)))
+            id=carried.record_id,
+            created=carried.created,
+            agent=agent,
+            history=tuple(_going_on(read_history(path))),
+            turns=snapshot.turns if snapshot is not None else 0,
+            tool_uses=snapshot.tool_uses if snapshot is not None else 0,
+            usage=snapshot.usage if snapshot is not None else Usage(),
         ),
     )
 

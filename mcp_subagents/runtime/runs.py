@@ -66,6 +66,7 @@ class _Launch:
     """The effort the model is asked for (None: a model that takes none, or an OpenAI endpoint not asked)."""
     carried: bool = False
     """Another replica began the run: it goes on from its conversation (no new prompt, no start hooks)."""
+    turns_done: int = 0
 
 
 class RunAssembly:
@@ -109,6 +110,7 @@ class RunAssembly:
             model=choice,
             effort=effort,
             carried=carried is not None and bool(history),
+            turns_done=carried.turns if carried is not None else 0,
         )
 
         async def job(record: TaskRecord, listener: Listener) -> RunResult:
@@ -222,7 +224,14 @@ class RunAssembly:
                     None if launched.carried else await self._prompt(request, extras, place, extensions, start, credit)
                 )
                 run = replace(run, watch=watch)
-                return await run_agent(run, prompt, model=model, history=launched.history, on_event=listener)
+                return await run_agent(
+                    run,
+                    prompt,
+                    model=model,
+                    history=launched.history,
+                    on_event=listener,
+                    turns_done=launched.turns_done,
+                )
             finally:
                 record.resources.file_changes = await watch.finish()
 

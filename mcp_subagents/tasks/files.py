@@ -70,6 +70,8 @@ class TaskSnapshot:
     points: tuple[UsagePoint, ...] = ()
     waiting: WaitingQuestion | None = None
     """The question the task waits on (or waited on when it was interrupted); None when there is none."""
+    questions: tuple[WaitingQuestion, ...] = ()
+    """Every question it waits on, oldest first (`waiting` is the first)."""
     prompt_line: str = ""
     """The first line of the prompt the task was given (for a resumed task, its new one); empty until it starts."""
     active_at: float = 0.0
@@ -132,7 +134,8 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
     usage, turns, tool_uses, cost = seen.usage, seen.turns, seen.tool_uses, seen.cost
     state = outcome.state if outcome is not None else ("running" if seen.started is not None else "queued")
     shows_question = outcome is None or outcome.state == "interrupted"  # an interrupted task keeps it in view
-    waiting = next(iter(seen.questions.values()), None) if shows_question else None
+    questions = tuple(seen.questions.values()) if shows_question else ()
+    waiting = questions[0] if questions else None
     if waiting is not None and outcome is None:
         state = "waiting"
     if outcome is None and not _alive(header.pid):
@@ -158,6 +161,7 @@ def read_task(path: Path, prices: PriceTable | None = None) -> TaskSnapshot | No
         outcome=outcome,
         points=tuple(seen.points),
         waiting=waiting,
+        questions=questions,
         prompt_line=seen.prompt_line,
         active_at=max(_mtime(path), _mtime(output_path(path))),
         repeats=seen.repeats,
@@ -313,6 +317,7 @@ def _waiting_question(entry: dict[str, Any]) -> WaitingQuestion | None:
             reason=str(entry.get("reason") or ""),
             suggestion=suggestion if isinstance(suggestion, str) else None,
             project=project if isinstance(project, str) else None,
+            call_id=str(entry.get("call_id") or ""),
             kind="trust" if entry.get("kind") == "trust" else "call",
         ),
     )

@@ -41,6 +41,7 @@ from .record import (
     TaskEvent,
     TaskLimits,
     TaskObserver,
+    TaskProgress,
     TaskRecord,
     TurnAllowance,
     record_lineage,
@@ -50,7 +51,7 @@ from .record import (
 from .release import MemoryRelease
 from .slots import Lender, Slots
 from .stalls import StallWatch, note_call
-from .task_files import TaskFiles, write_transcript
+from .task_files import TaskFiles, recent_output, write_transcript
 from .team_link import TeamLink
 from .texts import TaskTexts
 from .transcripts import TranscriptWriter
@@ -232,19 +233,25 @@ class TaskManager:
             price=price,
             budget=budget,
             turns=None if turns is None else TurnAllowance(limit=turns, holder=task_id),
+            progress=carried.progress() if carried is not None else TaskProgress(),
         )
         if parent is not None:
             parent.children.append(task_id)
         self._files.hold_output(record, self._copy(task_id, "output"))
         self._records[task_id] = record
         self._queue.append(task_id)
-        if self.observer is not None:
-            record.resources.listeners.append(self.observer.started(record, trace_meta))
+        self._observe(record, trace_meta)
         opening = self._opening(record, history, carried=carried is not None)
         group.start_soon(self._files.open, record, opening, name=f"task {task_id} files")
         lender = parent.lends if parent is not None else None
         group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
         return record
+
+    def _observe(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> None:
+        if self.observer is not None:
+            record.resources.listeners.append(self.observer.started(record, trace_meta))
+        if record.turns is not None and record.progress.turn:  # carried on from another replica: turns spent there
+            record.turns.used = record.progress.turn
 
     def _opening(self, record: TaskRecord, history: Sequence[Message], *, carried: bool) -> Callable[[], None]:
         """The header and first output lines; or, carried on from another replica, a line that says so."""
@@ -337,12 +344,7 @@ class TaskManager:
             await record.done.wait()
         return record.done.is_set()
 
-    def recent_output(self, record: TaskRecord, max_chars: int = 4000) -> str:
-        try:
-            text = record.output_path.read_text(encoding="utf-8")
-        except OSError:
-            return ""
-        return text if len(text) <= max_chars else "…" + text[-max_chars:]
+    recent_output = staticmethod(recent_output)
 
     # ---- the foreground call ----------------------------------------------------------------------------------------
 

@@ -36,6 +36,15 @@ class CarriedTask:
     created: float
     agent: str
     history: tuple[Message, ...]
+    turns: int = 0
+    """Model requests it made before (they count against its `maxTurns` and its Task call's `max_turns`)."""
+    tool_uses: int = 0
+    usage: Usage = field(default_factory=Usage)
+    """What it spent before (it counts against its budget)."""
+
+    def progress(self) -> TaskProgress:
+        """The task goes on counting its turns, tool uses and spending from where it was."""
+        return TaskProgress(turn=self.turns, tool_uses=self.tool_uses, usage=self.usage)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -75,6 +75,15 @@ class TaskFiles:
                 output.close()
 
 
+def recent_output(record: TaskRecord, max_chars: int = 4000) -> str:
+    """The end of the task's output file (all of it when short)."""
+    try:
+        text = record.output_path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    return text if len(text) <= max_chars else "…" + text[-max_chars:]
+
+
 def write_transcript(write: Callable[..., None], *args: object, **kwargs: object) -> None:
     """One transcript line; a disk that refuses it is logged, and the task goes on."""
     try:

@@ -8,16 +8,17 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import anyio
 
 from ..core.redaction import Redactor
 from ..core.state import FILE_MODE, TASK_ID
-from ..permissions.asking import OpenQuestion, PermissionQuestion
+from ..permissions.asking import OpenQuestion
+from ..tasks.files import read_task
 from ..tasks.finished import load_finished
 from ..tasks.record import TaskRecord
-from ..tasks.transcripts import TranscriptWriter, entries, read_summary
+from ..tasks.transcripts import TranscriptWriter, read_summary
 from .database import Database
 from .journal import OUTPUT, TRANSCRIPT
 from .schema import SCHEMA
@@ -110,35 +111,13 @@ class RemoteTasks:
 
 def open_questions(path: Path) -> list[OpenQuestion]:
     """The questions the task's transcript shows asked and not answered, oldest first."""
-    asked: dict[str, OpenQuestion] = {}
-    for entry in entries(path):
-        kind, question_id = entry.get("type"), entry.get("id")
-        if kind == "answer" and isinstance(question_id, str):
-            asked.pop(question_id, None)
-        elif kind == "question" and isinstance(question_id, str):
-            question = _question(entry)
-            if question is not None:
-                asked[question_id] = question
-    return list(asked.values())
-
-
-def _question(entry: dict[str, Any]) -> OpenQuestion | None:
-    try:
-        question = PermissionQuestion(
-            agent=str(entry["agent"]),
-            tool=str(entry["tool"]),
-            arguments=dict(entry["arguments"]),
-            reason=str(entry["reason"]),
-            suggestion=entry.get("suggestion"),
-            project=entry.get("project"),
-            call_id=str(entry.get("call_id") or ""),
-            kind="trust" if entry.get("kind") == "trust" else "call",
-        )
-        return OpenQuestion(
-            id=str(entry["id"]), task_id=str(entry["task_id"]), question=question, asked_at=float(entry["at"])
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
+    snapshot = read_task(path)
+    if snapshot is None:
+        return []
+    return [
+        OpenQuestion(id=waiting.id, task_id=waiting.task_id, question=waiting.question, asked_at=waiting.asked_at)
+        for waiting in snapshot.questions
+    ]
 
 
 def _ended(output_dir: Path, task_id: str) -> bool:

@@ -236,3 +236,25 @@ async def test_tasks_answer_reaches_the_replica_that_runs_the_task(tmp_path: Pat
             answer = await output(a.url, task_id)
     assert answered.returncode == 0 and "Allowed" in answered.stdout, answered.stdout + answered.stderr
     assert "answered-from-the-cli" in answer, answer
+
+
+async def test_a_carried_on_task_goes_on_counting_its_turns(tmp_path: Path, database_url: str) -> None:
+    started = Signal(tmp_path / "started")
+
+    def keep_working(body: dict[str, Any]) -> Step:
+        if _results(body):
+            return turn(tool_use("Bash", {"command": "echo more", "description": "more"}))
+        return turn(tool_use("Bash", {"command": f"{started.command()}; sleep 300", "description": "work"}))
+
+    with FakeLLM() as fake:
+        fake.default = keep_working
+        project = tmp_path / "project"
+        async with replica(tmp_path / "b", project, database_url, fake, **BYPASS) as b:
+            async with replica(tmp_path / "a", project, database_url, fake, **BYPASS) as a, mcp_client(a.url) as client:
+                launch = await client.call_tool("Task", {**BACKGROUND, "max_turns": 2})
+                task_id = matched(r"task_id: (\w+)", text_of(launch))
+                await started.wait()
+                a.kill()
+            answer = await output(b.url, task_id)
+    assert len(fake.requests) == 2, answer  # one turn on replica a, the last allowed one on replica b
+    assert "max_turns" in answer or "turn" in answer, answer
