@@ -36,7 +36,11 @@ from types import FrameType
 from typing import TextIO
 
 from ..core.messages import UserMessage
+from ..mcp.schemas import host_schema, task_answer_schema, task_output_schema, task_stop_schema
+from ..models.tls import verify_context
 from ..runtime.nesting import NestedTaskInput
+from ..runtime.request import TaskRequest
+from ..sandbox.platform import probe
 from ..tasks.outcome import TaskOutcome, encode_outcome
 from ..tasks.transcripts import encode_message
 from ..tools import builtin_tools
@@ -86,8 +90,15 @@ PRELOADED = (
     "yaml",
     "pathspec",
     "httpcore2",
+    "mcp_subagents.serve.stdio_streams",
+    "mcp_subagents.serve.jsonrpc_guard",
+    "mcp_subagents.tasks.control",
+    "mcp_subagents.runtime.control",
+    "anyio._core._signals",
+    "resource",
 )
-"""What a server imports by its first Task finished (a module that cannot be imported here is skipped)."""
+"""What a server imports by its first Task finished (a module that cannot be imported here is skipped), and what
+a stdio server imports while it starts (its streams, its control channel, SIGTERM's handler)."""
 START_DELAY_S = 1.0
 """The relay that starts this process serves its own host cold meanwhile: its start-up goes first."""
 _HOST_DESCRIPTORS = 3
@@ -159,13 +170,29 @@ def _preload(log: TextIO) -> None:
 
 
 def _build_process_caches() -> None:
-    """What a server's first run builds once per process from nothing of a host's (the built-in tools' input
-    schemas, the nested Task's, the transcript's and outcome's encoders): built here, every forked server has it."""
+    """What a server builds once per process from nothing of a host's (the built-in tools' input schemas, the nested
+    Task's, the transcript's and outcome's encoders, the MCP tools' schemas, the sandbox probe's answer, the
+    providers' TLS context and lazily built types): built here, every forked server has it."""
     for tool in builtin_tools().values():
         tool.definition()
     input_schema(NestedTaskInput)
     encode_message(UserMessage(content=""))
     encode_outcome(TaskOutcome(state="completed"))
+    for schema in (task_output_schema, task_stop_schema, task_answer_schema, lambda: host_schema(TaskRequest)):
+        schema()  # the tools' input schemas, as tools/list shows them (the Task's agent names are added to a copy)
+    probe()  # bubblewrap's answer, kept for the binaries this PATH finds (`sandbox.platform`)
+    _prepare_providers()
+
+
+def _prepare_providers() -> None:
+    """What building a provider's client and its first request cost once per process: the TLS context (the CA
+    bundle, read again in a fork only when it or `SSL_CERT_*` differ) and each SDK's lazily built types (an offline
+    rehearsal, with a key that is no one's)."""
+    verify_context()
+    for name, adapter in (("anthropic", "AnthropicModel"), ("openai", "OpenAIModel")):
+        module = sys.modules.get(f"mcp_subagents.models.{name}")
+        if module is not None:  # preloaded
+            getattr(module, adapter)(api_key="rehearsal").rehearse()
 
 
 @dataclass(slots=True)

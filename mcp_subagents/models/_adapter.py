@@ -124,6 +124,10 @@ class StreamBroken(Exception):
         self.cause = cause
 
 
+_REHEARSED: set[type[object]] = set()
+"""The adapter classes this process has rehearsed a request with."""
+
+
 class SdkAdapter(ABC, Generic[ClientT]):
     """A `Model` over a provider SDK's async client. Subclasses map messages and name their SDK's exceptions."""
 
@@ -223,16 +227,25 @@ class SdkAdapter(ABC, Generic[ClientT]):
         return self._key_variable
 
     def open(self) -> None:
-        """Build the SDK client now rather than at the first request (it takes tens of milliseconds), and rehearse a
-        request: the SDK builds its request and response types lazily, at the first request (about a fifth of a
-        second), so one request against a canned answer, offline, takes that cost ahead of the first Task.
+        """Build the SDK client now rather than at the first request, and rehearse a request (`rehearse`).
 
         Runs in a worker thread, with an event loop of its own for the rehearsal."""
         self._client_for_request()
+        self.rehearse()
+
+    def rehearse(self) -> None:
+        """Send one request against a canned answer, offline, once per adapter class and process: the SDK builds its
+        request and response types lazily, at the first request (about a fifth of a second), and what it builds
+        is kept by the process (and by the servers the warm server forks, which rehearsed before forking)."""
+        kind = type(self)
+        if kind in _REHEARSED:
+            return
         try:
             anyio.run(self._rehearse)
         except Exception:  # only a head start: the real first request works without it
             logger.debug("the offline rehearsal request failed", exc_info=True)
+            return
+        _REHEARSED.add(kind)
 
     async def _rehearse(self) -> None:
         rehearsal = copy.copy(self)

@@ -38,6 +38,7 @@ from .anthropic_body import assistant_turn, json_body
 from .anthropic_send import MESSAGES_PATH, RequestTemplate, request_template, send_streaming
 from .anthropic_stream import NoMessage, StreamedMessage, StreamErrorEvent, read_message
 from .base import ModelRequest, ModelResponse, SearchResult, StopReason
+from .tls import verify_context
 
 _MAX_PAUSE_CONTINUATIONS = 3
 _CLOSE_TIMEOUT = 5.0
@@ -76,8 +77,10 @@ class AnthropicModel(SdkAdapter[anthropic.AsyncAnthropic]):
     def _open_client(self) -> anthropic.AsyncAnthropic:
         options = self._client_options()
         # The SDK's aiohttp transport: aiohttp parses HTTP in C, which saves a quarter of a request's CPU. (The
-        # offline rehearsal brings its own client, with a canned answer.)
-        http_client = options.get("http_client") or anthropic.DefaultAioHttpClient(timeout=options["timeout"])
+        # offline rehearsal brings its own client, with a canned answer.) The TLS context is the process's (`tls`).
+        http_client = options.get("http_client") or anthropic.DefaultAioHttpClient(
+            timeout=options["timeout"], verify=verify_context()
+        )
         options["http_client"] = http_client
         if self._bearer:
             return anthropic.AsyncAnthropic(

@@ -44,6 +44,7 @@ from ..core.messages import (
 )
 from ._adapter import SdkAdapter, StreamBroken
 from .base import ModelRequest, ModelResponse, StopReason
+from .tls import verify_context
 
 INVALID_JSON_KEY = "__invalid_json__"
 """The one key of a tool call's arguments when the model sent arguments that are not a JSON object."""
@@ -91,7 +92,9 @@ class OpenAIModel(SdkAdapter[openai.AsyncOpenAI]):
         # The SDK's aiohttp transport, as for Anthropic: aiohttp parses HTTP in C (httpcore's h11 was a fifth of a
         # request's CPU). That transport reports every failed connection as a timeout: `_timed_out` looks at what
         # aiohttp raised. (The offline rehearsal brings its own client, with a canned answer.)
-        options["http_client"] = options.get("http_client") or openai.DefaultAioHttpClient(timeout=options["timeout"])
+        options["http_client"] = options.get("http_client") or openai.DefaultAioHttpClient(
+            timeout=options["timeout"], verify=verify_context()
+        )
         return openai.AsyncOpenAI(**options)
 
     def _rehearsal_stream(self) -> bytes:

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..models.base import Model
     from ..models.pricing import PriceFiles
     from ..permissions.session_rules import SessionRules
-    from ..sandbox import SandboxConfig, SandboxRuntime
+    from ..sandbox import ProbeStop, SandboxConfig, SandboxRuntime
     from ..tasks.manager import TaskManager
     from ..tasks.record import CarriedTask, TaskObserver, TaskRecord
     from ..tools import Tool
@@ -130,6 +130,8 @@ class Subagents:
         self._answers: QuestionAnswers | None = None
         self._sandbox: SandboxRuntime | None = None
         self._sandbox_lock = threading.Lock()
+        self._probe_stop: ProbeStop | None = None
+        self._closing = False
         if settings.sandbox == "on":
             self._sandbox_runtime()  # `--sandbox on` refuses to start where the sandbox cannot run
 
@@ -203,15 +205,19 @@ class Subagents:
         """Raises:
         ConfigError: `--sandbox on`, and the sandbox cannot run here.
         """
-        from ..sandbox import SandboxRuntime
+        from ..sandbox import ProbeStop, SandboxRuntime
 
         settings = self.settings
+        self._probe_stop = stop = ProbeStop()
+        if self._closing:  # `running` ended before this build began: it could not reach this probe
+            stop.stop()
         sandbox = SandboxRuntime(
             self._sandbox_config(),
             "off" if settings.sandbox == "off" else "on" if settings.sandbox == "on" else "auto",
             state_dir=settings.state_dir,
             home=self._home,
             secret_files=[path for path in (settings.auth_token_file, settings.tls_key, settings.tls_cert) if path],
+            probe_stop=stop,
         )
         for unused in sandbox.config.unused:
             logger.info("%s", unused)
@@ -289,6 +295,7 @@ class Subagents:
                     finally:
                         self._background = None
                         background.cancel_scope.cancel()
+                        self._stop_sandbox_probe()
                         if self._sandbox is not None:
                             self._sandbox.close()
                         close = getattr(self._model, "aclose", None)
@@ -315,6 +322,14 @@ class Subagents:
         team = Team(url, self.tasks, self.settings.working_directory, self.tasks.redact)
         async with team.serving(partial(carry_on, self), ControlRequests(self)):
             yield
+
+    def _stop_sandbox_probe(self) -> None:
+        """End a bubblewrap probe the warm-up's thread still waits for: a server closed right after the host listed
+        the tools leaves no probe behind, and its killed probe is no "sandbox off" warning."""
+        self._closing = True
+        stop = self._probe_stop
+        if stop is not None:
+            stop.stop()
 
     @property
     def provider_name(self) -> str:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from .config import SandboxConfig, SandboxConfigError, parse_sandbox_config, sandbox_block
+from .platform import ProbeStop, ProbeStopped
 from .runtime import SANDBOX_MODES, Placement, RunSandbox, SandboxMode, SandboxRuntime
 
 __all__ = [
     "SANDBOX_MODES",
     "Placement",
+    "ProbeStop",
+    "ProbeStopped",
     "RunSandbox",
     "SandboxConfig",
     "SandboxConfigError",

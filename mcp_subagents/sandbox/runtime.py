@@ -44,7 +44,7 @@ from .layout import (
     secret_paths,
     top_level_guarded,
 )
-from .platform import Availability, probe
+from .platform import Availability, ProbeStop, probe
 from .proxy import FilteringProxy
 from .seccomp import APPLY_AND_EXEC, unix_socket_filter
 from .wide import too_wide
@@ -92,12 +92,14 @@ class SandboxRuntime:
         home: Path,
         availability: Availability | None = None,
         secret_files: Sequence[Path] = (),
+        probe_stop: ProbeStop | None = None,
     ) -> None:
         """`secret_files`: the server's own secrets that flags point at (token files, TLS keys), hidden from commands
-        like the state directory.
+        like the state directory. `probe_stop`: lets the server end the bubblewrap probe when it shuts down.
 
         Raises:
             ConfigError: the mode is "on" but the sandbox cannot run here.
+            ProbeStopped: `probe_stop` ended the probe.
         """
         self.config = config
         self.state_dir = state_dir
@@ -116,7 +118,7 @@ class SandboxRuntime:
         elif mode == "auto" and config.enabled is False:
             self.state, self.reason = "off", "turned off by sandbox.enabled: false in the settings"
         else:
-            found = availability or probe(config.bwrap_path, config.socat_path)
+            found = availability or probe(config.bwrap_path, config.socat_path, stop=probe_stop)
             self.availability = found
             if found.available:
                 self.state = "on"

@@ -167,3 +167,40 @@ def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_the_users_tmp_fold
         assert near_address.folder == near / "mcp-subagents"
     finally:
         shutil.rmtree(near, ignore_errors=True)
+
+
+async def test_a_forked_server_keeps_the_warm_servers_sandbox_probe_only_where_its_path_finds_the_same_bwrap(
+    tmp_path: Path, fake: FakeLLM
+) -> None:
+    """The warm server probes bubblewrap before it forks; a host whose PATH leads to another bwrap gets its own."""
+    shared, other = counting_bwrap(tmp_path / "shared"), counting_bwrap(tmp_path / "other")
+    async with warm_place(tmp_path) as place:
+        first_path = place.environment(fake, work=tmp_path / "w", PATH=f"{shared.parent}:/usr/bin:/bin")
+        await (await start_through_relay(first_path)).close()  # never lists the tools: no probe of its own
+        await wait_until_listening(place)
+        assert probes(shared) == 1  # the warm server's, with the PATH it was started with
+        for environ in (first_path, {**first_path, "PATH": f"{other.parent}:/usr/bin:/bin"}):
+            session = await start_through_relay(environ)
+            await session.request("tools/list", {})
+            fake.push(turn(text("done")))
+            assert "done" in await session.call_tool("Task", GENERAL_TASK)  # a run waits for the sandbox first
+            await session.close()
+        assert probes(shared) == 1  # the same binary: the warm server's answer
+        assert probes(other) == 1  # another one: probed in the forked server
+
+
+GENERAL_TASK = {"description": "d", "prompt": "say done", "subagent_type": "general-purpose"}
+
+
+def counting_bwrap(folder: Path) -> Path:
+    """A `bwrap` that notes each run in `runs` beside it and succeeds."""
+    folder.mkdir(parents=True)
+    binary = folder / "bwrap"
+    binary.write_text(f'#!/bin/sh\necho run >> "{folder / "runs"}"\nexit 0\n', encoding="utf-8")
+    binary.chmod(0o755)
+    return binary
+
+
+def probes(binary: Path) -> int:
+    noted = binary.parent / "runs"
+    return len(noted.read_text().split()) if noted.exists() else 0

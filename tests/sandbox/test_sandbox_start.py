@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,9 @@ from mcp_subagents.models.scripted import ScriptedModel, text, tool_call
 from mcp_subagents.runtime.request import TaskRequest
 from mcp_subagents.runtime.service import Subagents
 from mcp_subagents.sandbox import SandboxRuntime
-from tests.support import make_settings, running_app
+from tests.processes import is_running
+from tests.stdio_raw import RawStdioServer
+from tests.support import SYSTEM_PATH, make_settings, running_app, server_environment
 
 
 class _SandboxReport(logging.Handler):
@@ -101,3 +105,38 @@ async def test_a_task_that_comes_before_any_tools_list_sets_the_sandbox_up_first
     assert record.outcome is not None and record.outcome.state == "completed"
     assert len(report.lines) == 1 and report.lines[0].startswith("Bash sandbox off: ")
     assert len(built_in) == 1 and built_in[0] is not threading.main_thread()
+
+
+@pytest.mark.anyio
+async def test_a_server_closed_right_after_listing_the_tools_ends_its_probe_and_reports_no_sandbox_off(
+    tmp_path: Path,
+) -> None:
+    """A host that lists the tools and leaves at once (`claude -p` that never delegates): the probe the warm-up
+    started is ended and waited for, not killed at exit and reported as a sandbox that cannot run."""
+    started = tmp_path / "started"
+    os.mkfifo(started)
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "bwrap").write_text(f'#!/bin/sh\necho $$ > "{started}"\nexec sleep 60\n', encoding="utf-8")
+    (slow / "bwrap").chmod(0o755)
+    environ = server_environment(tmp_path / "home", work=tmp_path / "work", path=f"{slow}:{SYSTEM_PATH}")
+    environ["MCP_SUBAGENTS_LOG_LEVEL"] = "INFO"
+    server = await RawStdioServer.start(environ, stderr=subprocess.PIPE)
+    await server.request("tools/list", {})
+    with anyio.fail_after(30):
+        probing = await _pid_written_to(started)
+        await server.close()
+    assert server.process.stderr is not None
+    said = b"".join([chunk async for chunk in server.process.stderr]).decode(errors="replace")
+    assert server.process.returncode == 0
+    assert "Bash sandbox off" not in said and "cannot create a sandbox" not in said
+    assert not is_running(probing)
+
+
+async def _pid_written_to(fifo: Path) -> int:
+    descriptor = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        await anyio.wait_readable(descriptor)
+        return int(os.read(descriptor, 64).split()[0])
+    finally:
+        os.close(descriptor)

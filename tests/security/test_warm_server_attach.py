@@ -8,15 +8,18 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from tests.cli.warm_support import WarmPlace, start_through_relay, wait_until_listening, warm_place, warm_place_in
 from tests.fakes.fake_llm import FakeLLM, text, turn
+from tests.stdio_raw import RawStdioServer
 
 pytestmark = pytest.mark.anyio
 
@@ -137,3 +140,33 @@ def test_each_forked_server_tags_its_commands_apart_from_its_siblings() -> None:
     os.close(read_end)
     os.close(write_end)
     assert sibling.split("-")[0] != new_tag().split("-")[0]
+
+
+async def test_a_warm_server_that_found_no_working_bubblewrap_leaves_no_later_host_unconfined(tmp_path: Path) -> None:
+    """The warm server's probe answer reaches its forks. Were it kept whatever the host's PATH finds, a host whose
+    bubblewrap works would get the warm server's "cannot run" and its Bash commands would run unconfined."""
+    broken = fake_bwrap(tmp_path / "broken", "echo 'no user namespaces' >&2; exit 1")
+    working = fake_bwrap(tmp_path / "working", "exit 0")
+    async with warm_place(tmp_path) as place:
+        first = place.environment(work=tmp_path / "w", PATH=f"{broken.parent}:/usr/bin:/bin")
+        await (await start_through_relay(first)).close()
+        await wait_until_listening(place)
+        host = {**first, "PATH": f"{working.parent}:/usr/bin:/bin", "MCP_SUBAGENTS_LOG_LEVEL": "INFO"}
+        session = await RawStdioServer.start(host, stderr=subprocess.PIPE)
+        await session.request("tools/list", {})  # the warm-up sets the sandbox up
+        assert session.process.stderr is not None
+        said = BufferedByteReceiveStream(session.process.stderr)
+        line = ""
+        with anyio.fail_after(30):
+            while "Bash sandbox" not in line:
+                line = (await said.receive_until(b"\n", 1 << 16)).decode()
+        await session.close()
+    assert "Bash sandbox on" in line, line
+
+
+def fake_bwrap(folder: Path, body: str) -> Path:
+    folder.mkdir(parents=True)
+    binary = folder / "bwrap"
+    binary.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    binary.chmod(0o755)
+    return binary
