@@ -17,7 +17,7 @@ from ..permissions.asking import Choice
 from ..runtime.answers import Receipt
 from ..runtime.request import TaskRequest
 from ..runtime.service import Subagents
-from ..serve.dashboard import VIA, Answerer, Dashboard, Resumer, open_socket
+from ..serve.dashboard import VIA, Answerer, Dashboard, Resumer, Stopper, open_socket
 from ..tasks.files import find_task
 from ..tasks.transcripts import read_summary
 from .tasks import os_user
@@ -44,12 +44,30 @@ def answerer(app: Subagents, person: str) -> Answerer:
     """Answer the question of a task `app` runs, as `person`, via the dashboard; None for another process's task."""
 
     async def answer(task_id: str, question_id: str, choice: Choice) -> Receipt | None:
-        record = app.tasks.live(task_id)
+        record, team = app.tasks.live(task_id), app.tasks.team
+        if record is None and team is not None:  # a team's task another replica runs: the answer goes there
+            await team.refresh(task_id)
+            record = team.elsewhere(task_id)
         if record is None:
             return None
         return await app.answers.answer(record, question_id, choice, by=person, via=VIA)
 
     return answer
+
+
+def stopper(app: Subagents) -> Stopper:
+    """Stop a task `app` runs; a team's replica sends the stop of any other task of the team to the team."""
+
+    def stop(task_id: str) -> bool:
+        if app.tasks.stop_own(task_id):
+            return True
+        team = app.tasks.team
+        if team is None:
+            return False
+        app.tasks.in_background(team.request_stop, task_id, name=f"stop {task_id}")
+        return True
+
+    return stop
 
 
 def dashboard_socket(port: int, flag: str = "--port") -> socket.socket:
@@ -84,17 +102,23 @@ async def show_dashboard(app: Subagents, sock: socket.socket) -> None:
         port=sock.getsockname()[1],
         person=person,
         prices=app.prices.table(),
-        stop_here=app.tasks.stop_own,
+        stop_here=stopper(app),
         answer_here=answerer(app, person),
         resume=resumer(app),
         stall_after=app.settings.stall_after,
     )
+    team = app.tasks.team
+    what = "the team's database" if team is not None else app.settings.state_dir
     print(
-        f"mcp-subagents dashboard of {app.settings.state_dir} (every task, all principals):\n  {dashboard.access.url}",
+        f"mcp-subagents dashboard of {what} (every task, all principals):\n  {dashboard.access.url}",
         file=sys.stderr,
         flush=True,
     )
-    await dashboard.serve(sock)
+    async with anyio.create_task_group() as group:
+        if team is not None:  # every replica's tasks, written here as they grow
+            group.start_soon(team.keep_files)
+        await dashboard.serve(sock)
+        group.cancel_scope.cancel()
 
 
 def dashboard_command(settings: Settings, port: int) -> int:

@@ -56,6 +56,14 @@ class TeamLink(Protocol):
         """Send an answer to the replica that runs the task."""
         ...
 
+    async def request_stop(self, task_id: str) -> None:
+        """Ask the team to stop a task, without waiting."""
+        ...
+
+    async def keep_files(self) -> None:
+        """Keep every task of the team written in this replica's state directory until cancelled."""
+        ...
+
     async def stop_elsewhere(self, record: TaskRecord) -> None:
         """Stop a task another replica runs: it is told at once; one nobody runs any more is ended here."""
         ...

@@ -157,6 +157,26 @@ class Team:
             await self._end_here(record.id, TaskOutcome(state="stopped"))
             await self._remote.refresh(record.id)
 
+    async def request_stop(self, task_id: str) -> None:
+        await request_stop(self._database, task_id)
+
+    async def keep_files(self) -> None:
+        """Keep every task of the team written in this replica's state directory as it grows (the dashboard reads
+        them there): tasks with new lines are read again every `HEARTBEAT_S`."""
+        seen = 0
+        while True:
+            try:
+                rows = await self._database.fetch(
+                    f"SELECT task_id, max(n) FROM {SCHEMA}.lines WHERE n > %s GROUP BY task_id", (seen,)
+                )
+                for task_id, newest in rows:
+                    if self._manager.live(task_id) is None:
+                        await self._remote.refresh(task_id)
+                    seen = max(seen, newest)
+            except DatabaseError as exc:
+                logger.warning("the team's database: %s", exc)
+            await anyio.sleep(HEARTBEAT_S)
+
     # ---- carrying tasks on ------------------------------------------------------------------------------------------
 
     async def carry(self, task_id: str) -> str:

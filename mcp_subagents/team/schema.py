@@ -37,6 +37,8 @@ STATEMENTS = (
         file text NOT NULL,
         seq bigint NOT NULL,
         line text NOT NULL,
+        n bigint GENERATED ALWAYS AS IDENTITY,
         PRIMARY KEY (task_id, file, seq)
     )""",
+    f"CREATE INDEX IF NOT EXISTS lines_in_order ON {SCHEMA}.lines (n)",
 )

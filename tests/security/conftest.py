@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from mcp_subagents.sandbox.platform import probe
+from tests.team.conftest import database_url, postgres_url
+
+__all__ = ["database_url", "postgres_url"]  # the team's Postgres, for the attacks on replicas
 
 BWRAP = probe()
 requires_bwrap = pytest.mark.skipif(not BWRAP.available, reason=f"the sandbox cannot run here: {BWRAP.reason}")

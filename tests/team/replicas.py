@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -22,17 +22,39 @@ from tests.support import server_environment
 
 
 @dataclass(slots=True)
+class Log:
+    """A replica's stderr as it comes."""
+
+    chunks: list[str] = field(default_factory=lambda: [])
+    grew: anyio.Event = field(default_factory=anyio.Event)
+
+    def add(self, chunk: str) -> None:
+        self.chunks.append(chunk)
+        self.grew.set()
+        self.grew = anyio.Event()
+
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+    async def wait_for(self, pattern: str, timeout_s: float = 60) -> re.Match[str]:
+        with anyio.fail_after(timeout_s):
+            while (found := re.search(pattern, self.text())) is None:
+                await self.grew.wait()
+        return found
+
+
+@dataclass(slots=True)
 class Replica:
     url: str
     process: Process
-    log: list[str]
+    log: Log
 
     def kill(self) -> None:
         """kill -9 of the replica and of every process it started (the machine is gone)."""
         os.killpg(self.process.pid, signal.SIGKILL)
 
     def seen(self, pattern: str) -> bool:
-        return re.search(pattern, "".join(self.log)) is not None
+        return re.search(pattern, self.log.text()) is not None
 
 
 @asynccontextmanager
@@ -49,15 +71,15 @@ async def replica(
     )
     assert process.stderr is not None
     stderr = TextReceiveStream(process.stderr)
-    log: list[str] = []
+    log = Log()
     try:
         with anyio.fail_after(60):
             async for chunk in stderr:
-                log.append(chunk)
-                if match := re.search(r"listening \([\w-]+\) on (http://\S+)", "".join(log)):
+                log.add(chunk)
+                if match := re.search(r"listening \([\w-]+\) on (http://\S+)", log.text()):
                     break
             else:
-                raise AssertionError(f"replica exited before listening:\n{''.join(log)}")
+                raise AssertionError(f"replica exited before listening:\n{log.text()}")
         async with anyio.create_task_group() as group:
             group.start_soon(_keep, stderr, log)
             yield Replica(match.group(1), process, log)
@@ -87,6 +109,6 @@ class Signal:
             await anyio.to_thread.run_sync(self.path.read_text, abandon_on_cancel=True)
 
 
-async def _keep(stream: TextReceiveStream, log: list[str]) -> None:
+async def _keep(stream: TextReceiveStream, log: Log) -> None:
     async for chunk in stream:
-        log.append(chunk)
+        log.add(chunk)

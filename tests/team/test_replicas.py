@@ -102,7 +102,7 @@ async def test_a_killed_replica_s_task_is_carried_on_by_another_without_running_
                 await started.wait()  # the tool runs on replica a
                 a.kill()
             answer = await output(b.url, task_id)
-            assert b.seen(f"carrying on task {task_id}"), "".join(b.log)
+            assert b.seen(f"carrying on task {task_id}"), b.log.text()
     assert "interrupted before this tool call finished" in answer, answer
     assert marker.read_text() == "ran\n"  # the tool call whose result was never recorded did not run again
 
@@ -258,3 +258,29 @@ async def test_a_carried_on_task_goes_on_counting_its_turns(tmp_path: Path, data
             answer = await output(b.url, task_id)
     assert len(fake.requests) == 2, answer  # one turn on replica a, the last allowed one on replica b
     assert "max_turns" in answer or "turn" in answer, answer
+
+
+async def test_a_replica_that_cannot_see_a_task_s_project_says_so_and_does_not_run_it(
+    tmp_path: Path, database_url: str
+) -> None:
+    marker, started = tmp_path / "ran", Signal(tmp_path / "started")
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, f"{started.command()}; sleep 300")
+        async with replica(tmp_path / "a", tmp_path / "project-a", database_url, fake, **BYPASS) as a:
+            task_id = await launched(a.url)
+            await started.wait()
+            # Replica a's project is not on replica b's machine (here: b looks for it under another path).
+            async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as connection:
+                await connection.execute(
+                    "UPDATE mcp_subagents.tasks SET project = %s WHERE id = %s", (str(tmp_path / "elsewhere"), task_id)
+                )
+                await connection.execute(
+                    "UPDATE mcp_subagents.replicas SET project = %s", (str(tmp_path / "elsewhere"),)
+                )
+            async with replica(tmp_path / "b", tmp_path / "project-b", database_url, fake, **BYPASS) as b:
+                warned = b.seen("cannot see: replicas must see the same project folders")
+                a.kill()
+                answer = await output(b.url, task_id)
+    assert warned, b.log.text()
+    assert f"cannot see the project folder {tmp_path / 'elsewhere'}" in answer, answer
+    assert marker.read_text() == "ran\n"
