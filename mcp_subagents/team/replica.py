@@ -4,6 +4,7 @@ replicas that carries a dead one's tasks on."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import secrets
@@ -18,6 +19,7 @@ import anyio
 from anyio.abc import TaskGroup
 from psycopg.types.json import Jsonb
 
+from ..core.errors import ConfigError
 from ..core.redaction import Redactor
 from ..tasks.manager import TaskManager
 from ..tasks.outcome import TaskOutcome
@@ -87,6 +89,7 @@ class Team:
         for the tasks this replica runs go to `control`."""
         self._carry_on = carry_on
         self._control = control
+        lock = hold_state_dir(self._manager.output_dir.parent)
         await self._database.open()
         await self._register()
         engine.start_engine(self._database.url, self.replica, self.carry)
@@ -112,6 +115,7 @@ class Team:
             with anyio.CancelScope(shield=True):
                 await self._gone()
                 await self._database.close()
+            os.close(lock)
 
     # ---- TeamLink ---------------------------------------------------------------------------------------------------
 
@@ -370,6 +374,24 @@ def forwarded_answer(payload: object) -> ForwardedAnswer | None:
     if choice not in ("allow", "always", "deny"):
         return None
     return ForwardedAnswer(task_id, question_id, choice, by, via)
+
+
+def hold_state_dir(state_dir: Path) -> int:
+    """Lock the state directory for this replica alone (the lock goes with the process). Replicas write the team's
+    tasks there as files: two sharing one folder would overwrite each other's.
+
+    Raises:
+        ConfigError: another replica holds it."""
+    fd = os.open(state_dir / "replica.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ConfigError(
+            f"another replica of the team uses the state directory {state_dir}: give each replica its own "
+            "(--state-dir or MCP_SUBAGENTS_STATE_DIR)"
+        ) from None
+    return fd
 
 
 def unseen_project(replica: str, project: str) -> str:

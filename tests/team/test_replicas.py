@@ -284,3 +284,18 @@ async def test_a_replica_that_cannot_see_a_task_s_project_says_so_and_does_not_r
     assert warned, b.log.text()
     assert f"cannot see the project folder {tmp_path / 'elsewhere'}" in answer, answer
     assert marker.read_text() == "ran\n"
+
+
+async def test_two_replicas_cannot_share_a_state_directory(tmp_path: Path, database_url: str) -> None:
+    with FakeLLM() as fake:
+        async with replica(tmp_path / "a", tmp_path / "project", database_url, fake):
+            environ = server_environment(
+                tmp_path / "b", fake=fake, work=tmp_path / "project", state=tmp_path / "a" / "state"
+            )
+            environ["MCP_SUBAGENTS_DATABASE_URL"] = database_url
+            command = [sys.executable, "-m", "mcp_subagents", "serve", "--transport", "http", "--port", "0"]
+            second = await anyio.to_thread.run_sync(
+                lambda: subprocess.run(command, env=environ, capture_output=True, text=True, timeout=60, check=False)
+            )
+    assert second.returncode != 0
+    assert f"another replica of the team uses the state directory {tmp_path / 'a' / 'state'}" in second.stderr
