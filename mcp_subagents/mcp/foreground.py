@@ -296,7 +296,8 @@ class HostReporter:
 
     async def __call__(self, event: TaskEvent) -> None:
         if isinstance(event, TurnStarted):
-            message = f"turn {event.turn} of {event.max_turns}"
+            # A task another replica runs is seen turn by turn, without its limit.
+            message = f"turn {event.turn} of {event.max_turns}" if event.max_turns else f"turn {event.turn}"
         elif isinstance(event, ToolStarted):
             message = f"turn {event.turn}: {inert(event.call.name, one_line=True)}"
         elif isinstance(event, BudgetWarning):

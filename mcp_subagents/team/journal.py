@@ -21,6 +21,8 @@ OUTPUT = "output"
 END_LINE = '{"type": "end"'
 QUESTION_LINES = ('{"type": "question"', '{"type": "answer"')
 RETRY_AFTER_S = 1.0
+NOTICE_IDS = 100
+"""Task ids in one "these tasks grew" notification."""
 
 
 @dataclass(slots=True)
@@ -135,6 +137,9 @@ class Journal:
                 self._on_lost(task_id)
             elif lines.ended and not lines.queued:
                 ended.append(task_id)
+        grew = [task_id for task_id in batch if task_id not in lost]
+        for start in range(0, len(grew), NOTICE_IDS):  # a notification's payload holds at most 8000 bytes
+            await self._database.notify({"grew": grew[start : start + NOTICE_IDS]})
         for task_id in asked:
             await self._database.notify({"asked": task_id})
         for task_id in ended:

@@ -4,6 +4,7 @@ task's end line arrives."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -12,13 +13,15 @@ from typing import cast
 
 import anyio
 
+from ..agent.loop import ToolStarted, TurnStarted
+from ..core.messages import AssistantMessage
 from ..core.redaction import Redactor
 from ..core.state import FILE_MODE, TASK_ID
 from ..permissions.asking import OpenQuestion
 from ..tasks.files import read_task
 from ..tasks.finished import load_finished
-from ..tasks.record import TaskRecord
-from ..tasks.transcripts import TranscriptWriter, read_summary
+from ..tasks.record import TaskEvent, TaskRecord
+from ..tasks.transcripts import TranscriptWriter, decode_message, entries, read_summary
 from .database import Database
 from .journal import OUTPUT, TRANSCRIPT
 from .schema import SCHEMA
@@ -75,12 +78,16 @@ class RemoteTasks:
         self._output_dir = output_dir
         self._redact = redact
         self._records: dict[str, TaskRecord] = {}
+        self._told: dict[str, int] = {}
+        """How many transcript entries of each task the waiters on it were told about."""
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self._records.get(task_id)
 
-    def unfinished(self) -> list[str]:
-        return [task_id for task_id, record in self._records.items() if not record.finished]
+    def followed(self, task_id: str) -> bool:
+        """Whether someone here waits on the task and is shown its progress."""
+        record = self._records.get(task_id)
+        return record is not None and bool(record.resources.listeners)
 
     async def refresh(self, task_id: str) -> TaskRecord | None:
         """Write the task's files here from the database and read it; None when the database has no such task."""
@@ -90,7 +97,23 @@ class RemoteTasks:
         if not files[TRANSCRIPT]:
             return None
         await anyio.to_thread.run_sync(write_files, self._output_dir, task_id, files)
-        return self._read(task_id)
+        record = self._read(task_id)
+        if record is not None and not record.finished:
+            await self._tell(record)
+        return record
+
+    async def _tell(self, record: TaskRecord) -> None:
+        """Give the task's listeners (a host waiting on it here) the turns and tool calls it made since they were
+        last told, as the replica that runs it saw them."""
+        path = self._output_dir / f"{record.id}.jsonl"
+        told = self._told.get(record.id)
+        events, seen = progress_events(path, record, since=told or 0)
+        self._told[record.id] = seen
+        if told is None:  # the first look: what came before is history, not progress
+            return
+        for event in events:
+            for listener in list(record.resources.listeners):
+                await listener(event)
 
     def _read(self, task_id: str) -> TaskRecord | None:
         finished = load_finished(task_id, self._output_dir, self._redact)
@@ -101,6 +124,7 @@ class RemoteTasks:
             held.outcome, held.state, held.children = finished.outcome, finished.state, finished.children
             held.done.set()
             del self._records[task_id]
+            self._told.pop(task_id, None)
             return held
         record = held or _running_record(self._output_dir, task_id, self._redact)
         if record is not None:
@@ -118,6 +142,26 @@ def open_questions(path: Path) -> list[OpenQuestion]:
         OpenQuestion(id=waiting.id, task_id=waiting.task_id, question=waiting.question, asked_at=waiting.asked_at)
         for waiting in snapshot.questions
     ]
+
+
+def progress_events(path: Path, record: TaskRecord, *, since: int) -> tuple[list[TaskEvent], int]:
+    """The turns and tool calls of the transcript's entries after the first `since`, as run events (counted on
+    `record`'s progress); and how many entries there are."""
+    events: list[TaskEvent] = []
+    progress, count = record.progress, 0
+    for count, entry in enumerate(entries(path), start=1):
+        if count <= since:
+            continue
+        if entry.get("type") == "usage" and isinstance(turn := entry.get("turn"), int) and turn > progress.turn:
+            progress.turn = turn
+            events.append(TurnStarted(turn=turn, max_turns=0))
+        elif entry.get("type") == "message":
+            with contextlib.suppress(KeyError, ValueError):
+                message = decode_message(entry["message"])
+                if isinstance(message, AssistantMessage):
+                    progress.tool_uses += len(message.tool_calls)
+                    events += [ToolStarted(turn=progress.turn, call=call) for call in message.tool_calls]
+    return events, count
 
 
 def _ended(output_dir: Path, task_id: str) -> bool:

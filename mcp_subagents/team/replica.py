@@ -350,6 +350,10 @@ class Team:
             self._group.start_soon(self._control.answer_as_sent, answer)
         if isinstance(changed, str) and self._remote.get(changed) is not None:
             self._group.start_soon(self._remote.refresh, changed)
+        grew: object = payload.get("grew")
+        for task_id in cast("list[object]", grew) if isinstance(grew, list) else []:
+            if isinstance(task_id, str) and self._remote.followed(task_id):
+                self._group.start_soon(self._remote.refresh, task_id)
 
     async def forward_answer(self, answer: ForwardedAnswer) -> None:
         await self._database.notify({"answer": asdict(answer)})

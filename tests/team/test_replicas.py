@@ -28,7 +28,7 @@ from tests.team.replicas import Signal, replica
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
-def _results(body: dict[str, Any]) -> list[str]:
+def tool_results(body: dict[str, Any]) -> list[str]:
     """The tool results the request's last message carries."""
     content: Any = body["messages"][-1]["content"]
     if not isinstance(content, list):
@@ -42,7 +42,7 @@ def run_once_then_answer(marker: Path, command: str) -> Any:
     tool said."""
 
     def step(body: dict[str, Any]) -> Step:
-        results = _results(body)
+        results = tool_results(body)
         if results:
             return turn(text(f"finished; the tool said: {results[-1]}"))
         return turn(tool_use("Bash", {"command": f"echo ran >> {marker}; {command}", "description": "work"}))
@@ -242,7 +242,7 @@ async def test_a_carried_on_task_goes_on_counting_its_turns(tmp_path: Path, data
     started = Signal(tmp_path / "started")
 
     def keep_working(body: dict[str, Any]) -> Step:
-        if _results(body):
+        if tool_results(body):
             return turn(tool_use("Bash", {"command": "echo more", "description": "more"}))
         return turn(tool_use("Bash", {"command": f"{started.command()}; sleep 300", "description": "work"}))
 
