@@ -299,3 +299,22 @@ async def test_two_replicas_cannot_share_a_state_directory(tmp_path: Path, datab
             )
     assert second.returncode != 0
     assert f"another replica of the team uses the state directory {tmp_path / 'a' / 'state'}" in second.stderr
+
+
+async def test_a_replica_shut_down_cleanly_hands_its_task_to_another(tmp_path: Path, database_url: str) -> None:
+    marker, started = tmp_path / "ran", Signal(tmp_path / "started")
+    with FakeLLM() as fake:
+        fake.default = run_once_then_answer(marker, f"{started.command()}; sleep 300")
+        project = tmp_path / "project"
+        async with replica(tmp_path / "b", project, database_url, fake, **BYPASS) as b:
+            async with replica(tmp_path / "a", project, database_url, fake, **BYPASS) as a:
+                task_id = await launched(a.url)
+                await started.wait()
+                a.process.terminate()
+                with anyio.fail_after(30):
+                    await a.process.wait()
+            answer = await output(b.url, task_id)
+    assert a.process.returncode == 0
+    assert "interrupted before this tool call finished" in answer, answer
+    assert "<status>completed</status>" in answer, answer
+    assert marker.read_text() == "ran\n"
