@@ -72,6 +72,9 @@ class Journal:
             lines.enqueued += 1
             if file == TRANSCRIPT and text.startswith(END_LINE):
                 lines.ended = True
+                if not lines.registered:  # it never joined the team (the database refused it): nothing to write
+                    self._tasks.pop(task_id, None)
+                    return
             elif file == TRANSCRIPT and text.startswith(QUESTION_LINES):
                 lines.asked = True
             self._wake.set()

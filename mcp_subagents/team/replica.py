@@ -90,9 +90,17 @@ class Team:
         self._carry_on = carry_on
         self._control = control
         lock = hold_state_dir(self._manager.output_dir.parent)
-        await self._database.open()
-        await self._register()
-        engine.start_engine(self._database.url, self.replica, self.carry)
+        try:
+            await self._database.open()
+            await self._register()
+            engine.start_engine(self._database.url, self.replica, self.carry)
+        except Exception as exc:  # a replica that cannot join the team does not start
+            os.close(lock)
+            await self._database.close()
+            message = (
+                exc.message if isinstance(exc, DatabaseError) else f"the team's engine (DBOS) did not start: {exc}"
+            )
+            raise ConfigError(message) from None
         try:
             async with anyio.create_task_group() as group:
                 self._group = group

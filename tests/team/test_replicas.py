@@ -318,3 +318,18 @@ async def test_a_replica_shut_down_cleanly_hands_its_task_to_another(tmp_path: P
     assert "interrupted before this tool call finished" in answer, answer
     assert "<status>completed</status>" in answer, answer
     assert marker.read_text() == "ran\n"
+
+
+@pytest.mark.parametrize("command", [["serve", "--transport", "http", "--port", "0"], ["tasks", "list"]])
+def test_an_unreachable_database_is_one_line_that_keeps_its_password(tmp_path: Path, command: list[str]) -> None:
+    password = "not-for-the-log-0123456789"
+    environ = server_environment(tmp_path) | {
+        "MCP_SUBAGENTS_DATABASE_URL": f"postgresql://team:{password}@127.0.0.1:1/x"
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_subagents", *command], env=environ, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode in (1, 2), done.stderr
+    assert "Cannot connect to the database postgresql://team@127.0.0.1:1/x" in done.stderr, done.stderr
+    assert password not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
