@@ -240,14 +240,17 @@ class TaskManager:
         self._files.hold_output(record, self._copy(task_id, "output"))
         self._records[task_id] = record
         self._queue.append(task_id)
-        self._observe(record, trace_meta)
+        self._announce(record, trace_meta)
         opening = self._opening(record, history, carried=carried is not None)
         group.start_soon(self._files.open, record, opening, name=f"task {task_id} files")
         lender = parent.lends if parent is not None else None
         group.start_soon(self._execute, record, job, lender, name=f"task {task_id}")
         return record
 
-    def _observe(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> None:
+    def _announce(self, record: TaskRecord, trace_meta: Mapping[str, Any] | None) -> None:
+        """Tell the observer, and a team's store (at once: a queued task is the team's too)."""
+        if self.team is not None:
+            self.team.join(record)
         if self.observer is not None:
             record.resources.listeners.append(self.observer.started(record, trace_meta))
         if record.turns is not None and record.progress.turn:  # carried on from another replica: turns spent there
@@ -408,8 +411,8 @@ class TaskManager:
                         grant = await self._slots.take(lender)
                 try:
                     self._queue.remove(record.id)
-                    if self.team is not None:
-                        outcome = await self._join_team(record)
+                    if self.team is not None:  # the task is the team's before it runs, or fails
+                        outcome = await self.team.joined(record)
                     outcome = outcome or await self._run(record, job)
                 finally:
                     self._slots.give_back(grant)
@@ -417,15 +420,6 @@ class TaskManager:
             with anyio.CancelScope(shield=True):
                 await record.opened.wait()
             self._finish(record, outcome or cancelled(record))
-
-    async def _join_team(self, record: TaskRecord) -> TaskOutcome | None:
-        """Hand the task to the team's store before it runs; its failure is the task's."""
-        try:
-            assert self.team is not None
-            await self.team.begin(record)
-        except Exception as exc:
-            return failed(record, exc)
-        return None
 
     async def _run(self, record: TaskRecord, job: Job) -> TaskOutcome:
         await record.opened.wait()

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..permissions.asking import Choice
+    from .outcome import TaskOutcome
     from .record import TaskRecord
 
 
@@ -29,11 +30,12 @@ class TeamLink(Protocol):
         """What the task's file (`transcript` or `output`) calls with each piece of text appended to it."""
         ...
 
-    async def begin(self, record: TaskRecord) -> None:
-        """The task is the team's from now on: its row is written (a task a host launched gets its workflow).
+    def join(self, record: TaskRecord) -> None:
+        """Make the task the team's, starting now (its row is written; a task a host launched gets its workflow)."""
+        ...
 
-        Raises:
-            SubagentsError: the database refused it (the task fails with that error)."""
+    async def joined(self, record: TaskRecord) -> TaskOutcome | None:
+        """Wait until `join` is done; the task's failed outcome when the database refused it."""
         ...
 
     async def written(self, task_id: str) -> None:

@@ -40,10 +40,14 @@ class _TaskLines:
 class Journal:
     """Owned by a replica: `copier` gives a task's files their mirror, `run` writes the lines."""
 
-    def __init__(self, database: Database, replica: str, on_lost: Callable[[str], None]) -> None:
+    def __init__(
+        self, database: Database, replica: str, on_lost: Callable[[str], None], on_ended: Callable[[str], None]
+    ) -> None:
+        """`on_lost`: another replica holds the task now; `on_ended`: its end line is in the database."""
         self._database = database
         self._replica = replica
         self._on_lost = on_lost
+        self._on_ended = on_ended
         self._tasks: dict[str, _TaskLines] = {}
         self._wake = anyio.Event()
         self._written = anyio.Event()
@@ -114,27 +118,28 @@ class Journal:
         batch = {task_id: lines for task_id, lines in self._tasks.items() if lines.registered and lines.queued}
         if not batch:
             return
+        # What this write takes: lines queued while it waits on the database are the next write's.
+        taken = {task_id: len(lines.queued) for task_id, lines in batch.items()}
+        asking = {task_id for task_id, lines in batch.items() if lines.asked}
+        for task_id in asking:
+            batch[task_id].asked = False
         rows = [
             (task_id, file, seq, text, task_id, self._replica)
             for task_id, lines in batch.items()
-            for file, seq, text in lines.queued
+            for file, seq, text in lines.queued[: taken[task_id]]
         ]
-        async with self._database.connection() as connection, connection.transaction():
-            async with connection.cursor() as cursor:
-                # Fenced: a line is written only while the task's row names this replica.
-                await cursor.executemany(
-                    f"INSERT INTO {SCHEMA}.lines (task_id, file, seq, line) SELECT %s, %s, %s, %s WHERE EXISTS "
-                    f"(SELECT 1 FROM {SCHEMA}.tasks WHERE id = %s AND replica = %s) ON CONFLICT DO NOTHING",
-                    rows,
-                )
-        lost = await self._not_held(list(batch))
+        try:
+            await self._insert(rows)
+            lost = await self._not_held(list(batch))
+        except DatabaseError:
+            for task_id in asking:  # told with the next write that gets through
+                batch[task_id].asked = True
+            raise
         ended: list[str] = []
-        asked = [task_id for task_id, lines in batch.items() if lines.asked and task_id not in lost]
+        asked = [task_id for task_id in asking if task_id not in lost]
         for task_id, lines in batch.items():
-            lines.asked = False
-            done = len(lines.queued)
-            del lines.queued[:done]
-            lines.written += done
+            del lines.queued[: taken[task_id]]
+            lines.written += taken[task_id]
             if task_id in lost:
                 self._tasks.pop(task_id, None)
                 self._on_lost(task_id)
@@ -147,8 +152,19 @@ class Journal:
             await self._database.notify({"asked": task_id})
         for task_id in ended:
             self._tasks.pop(task_id, None)
+            self._on_ended(task_id)
             await self._database.execute(f"UPDATE {SCHEMA}.tasks SET ended = true WHERE id = %s", (task_id,))
             await self._database.notify({"ended": task_id})
+
+    async def _insert(self, rows: list[tuple[str, str, int, str, str, str]]) -> None:
+        async with self._database.connection() as connection, connection.transaction():
+            async with connection.cursor() as cursor:
+                # Fenced: a line is written only while the task's row names this replica.
+                await cursor.executemany(
+                    f"INSERT INTO {SCHEMA}.lines (task_id, file, seq, line) SELECT %s, %s, %s, %s WHERE EXISTS "
+                    f"(SELECT 1 FROM {SCHEMA}.tasks WHERE id = %s AND replica = %s) ON CONFLICT DO NOTHING",
+                    rows,
+                )
 
     async def _not_held(self, task_ids: list[str]) -> set[str]:
         """The tasks among `task_ids` whose row names another replica now (they were taken over)."""

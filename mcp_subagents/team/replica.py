@@ -11,7 +11,7 @@ import secrets
 import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 
 from ..core.errors import ConfigError
 from ..core.redaction import Redactor
+from ..tasks.endings import failed
 from ..tasks.manager import TaskManager
 from ..tasks.outcome import TaskOutcome
 from ..tasks.record import TaskRecord
@@ -57,6 +58,14 @@ MAX_FIELD = 512
 """The longest field an answer through the database may have (ids, a name, where it was given)."""
 
 
+@dataclass(slots=True)
+class Joining:
+    """A task being made the team's."""
+
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: Exception | None = None
+
+
 class TeamControl(Protocol):
     """What other replicas (and `tasks stop|answer`) ask of the tasks this replica runs."""
 
@@ -74,12 +83,13 @@ class Team:
         self._manager = manager
         self._project = project
         self._redact = redact
-        self._journal = Journal(self._database, self.replica, self._lost)
+        self._journal = Journal(self._database, self.replica, self._lost, self._ended)
         self._remote = RemoteTasks(self._database, manager.output_dir, redact)
         self._carry_on: CarryOn | None = None
         self._control: TeamControl | None = None
         self._group: TaskGroup | None = None
         self._leaving = False
+        self._joining: dict[str, Joining] = {}
         self._given_up: set[str] = set()
         """Tasks another replica took over from this one."""
 
@@ -130,7 +140,28 @@ class Team:
     def copier(self, task_id: str, file: str) -> Callable[[str], None]:
         return self._journal.copier(task_id, file)
 
-    async def begin(self, record: TaskRecord) -> None:
+    def join(self, record: TaskRecord) -> None:
+        joining = self._joining[record.id] = Joining()
+        assert self._group is not None
+        self._group.start_soon(self._join, record, joining)
+
+    async def joined(self, record: TaskRecord) -> TaskOutcome | None:
+        joining = self._joining.get(record.id)
+        if joining is None:
+            return None
+        await joining.done.wait()
+        self._joining.pop(record.id, None)
+        return failed(record, joining.error) if joining.error is not None else None
+
+    async def _join(self, record: TaskRecord, joining: Joining) -> None:
+        try:
+            await self._begin(record)
+        except Exception as exc:
+            joining.error = exc
+        finally:
+            joining.done.set()
+
+    async def _begin(self, record: TaskRecord) -> None:
         launch = dict(record.launch or {})
         project = str(launch.get("project") or self._project)
         await self._database.execute(
@@ -248,6 +279,9 @@ class Team:
         if rows:
             await self._materialize(task_id)
         return bool(rows)
+
+    def _ended(self, task_id: str) -> None:
+        self._joining.pop(task_id, None)
 
     def _lost(self, task_id: str) -> None:
         """Another replica took the task over (this one was thought dead): stop running it here."""

@@ -16,7 +16,7 @@ from tests.support import matched, text_of
 from tests.team.replicas import Signal, replica
 from tests.team.test_replicas import BACKGROUND, BYPASS, output, run_once_then_answer
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.anyio
 NEVER = "0123456789abcdef0123456789abcdef"
 
 

@@ -25,7 +25,7 @@ from tests.security.http_harness import mcp_client
 from tests.support import matched, server_environment, text_of
 from tests.team.replicas import Signal, replica
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.anyio
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:
@@ -333,3 +333,33 @@ def test_an_unreachable_database_is_one_line_that_keeps_its_password(tmp_path: P
     assert "Cannot connect to the database postgresql://team@127.0.0.1:1/x" in done.stderr, done.stderr
     assert password not in done.stderr + done.stdout
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def first_prompt(body: dict[str, Any]) -> str:
+    """The text of the request's first message (the task's prompt comes last in it)."""
+    content: Any = body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(str(block.get("text", "")) for block in cast("list[dict[str, Any]]", content))
+
+
+async def test_a_task_still_queued_on_a_killed_replica_runs_on_another(tmp_path: Path, database_url: str) -> None:
+    first, second, started = tmp_path / "first", tmp_path / "second", Signal(tmp_path / "started")
+    slow = run_once_then_answer(first, f"{started.command()}; sleep 300")
+    quick = run_once_then_answer(second, "echo second-ran")
+    with FakeLLM() as fake:
+        fake.default = lambda body: quick(body) if "second job" in first_prompt(body) else slow(body)
+        project = tmp_path / "project"
+        one_at_a_time = {**BYPASS, "MCP_SUBAGENTS_MAX_CONCURRENT": "1"}
+        async with replica(tmp_path / "b", project, database_url, fake, **BYPASS) as b:
+            async with replica(tmp_path / "a", project, database_url, fake, **one_at_a_time) as a:
+                running = await launched(a.url)
+                await started.wait()
+                async with mcp_client(a.url) as client:
+                    queued_launch = await client.call_tool("Task", {**BACKGROUND, "prompt": "Do the second job"})
+                queued = matched(r"task_id: (\w+)", text_of(queued_launch))
+                a.kill()
+            answers = [await output(b.url, running), await output(b.url, queued)]
+    assert "interrupted before this tool call finished" in answers[0], answers[0]
+    assert "second-ran" in answers[1] and "<status>completed</status>" in answers[1], answers[1]
+    assert first.read_text() == "ran\n" and second.read_text() == "ran\n"

@@ -21,7 +21,7 @@ from tests.support import text_of
 from tests.team.replicas import Signal, replica
 from tests.team.test_replicas import ASKING, BYPASS, launched, output, run_once_then_answer, tool_results
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_a_replica_s_dashboard_lists_and_stops_a_task_another_replica_runs(
