@@ -358,7 +358,7 @@ def _serving(environment: dict[str, str]) -> bool:
     if address is None:
         raise SystemExit(f"no private folder for the warm server: {environment}")
     with contextlib.suppress(OSError):
-        return "serving on" in address.log_path.read_text(encoding="utf-8", errors="replace")
+        return "serving on" in Path(address.log_path).read_text(encoding="utf-8", errors="replace")
     return False
 
 

@@ -31,11 +31,11 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
 from ..core.messages import UserMessage
+from ..core.sockets import receive_exactly
 from ..mcp.schemas import host_schema, task_answer_schema, task_output_schema, task_stop_schema
 from ..models.tls import verify_context
 from ..runtime.nesting import NestedTaskInput
@@ -48,13 +48,14 @@ from ..tools.base import input_schema
 from .entry import serve_here
 from .warm_wire import (
     DEFAULT_IDLE_S,
+    HELLO_LENGTH_SIZE,
+    HELLO_LIMIT,
     IDLE_VARIABLE,
     Hello,
     MessageReader,
     WarmAddress,
     WireError,
     peer_uid,
-    receive_hello,
     send_message,
     warm_address,
 )
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else list(argv)
     if len(arguments) != 2:
         raise SystemExit("usage: python -P -m mcp_subagents.cli.warm_server FOLDER KEY")
-    address = WarmAddress(Path(arguments[0]), arguments[1])
+    address = WarmAddress(arguments[0], arguments[1])
     expected = warm_address(os.environ)
     if expected is None or expected.folder != address.folder:
         raise SystemExit(0)  # not the person's own folder as this environment names it: listen nowhere else
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1) from None
 
 
-def _exclusive_lock(path: Path) -> int | None:
+def _exclusive_lock(path: str) -> int | None:
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -141,7 +142,7 @@ def _exclusive_lock(path: Path) -> int | None:
     return descriptor
 
 
-def _private_log(path: Path) -> TextIO:
+def _private_log(path: str) -> TextIO:
     """This server's own log (what it preloaded, what it refused), readable by its owner only."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     return open(descriptor, "w", encoding="utf-8", errors="backslashreplace")
@@ -313,7 +314,7 @@ def _wake_only(_signum: int, _frame: FrameType | None) -> None:
     """SIGCHLD only wakes the loop (through the wake-up descriptor), which then reaps."""
 
 
-def _listen(path: Path) -> socket.socket:
+def _listen(path: str) -> socket.socket:
     """The socket at `path`, readable and writable by its owner only. An old one is removed: the lock says that
     whatever made it is gone."""
     with contextlib.suppress(FileNotFoundError):
@@ -321,14 +322,14 @@ def _listen(path: Path) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     previous = os.umask(0o177)
     try:
-        listener.bind(str(path))
+        listener.bind(path)
     finally:
         os.umask(previous)
     listener.listen(64)
     return listener
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
+def _file_identity(path: str) -> tuple[int, int] | None:
     """The device and inode of the socket file: still the same means still the one this server made (someone may
     have removed the folder, or another server taken the name)."""
     try:
@@ -342,6 +343,27 @@ def _drain(descriptor: int) -> None:
     with contextlib.suppress(BlockingIOError, InterruptedError):
         while os.read(descriptor, 512):
             pass
+
+
+def receive_hello(connection: socket.socket, descriptor_count: int) -> tuple[Hello, list[int]]:
+    """The hello and exactly `descriptor_count` descriptors; a short or oversized message is a WireError (and the
+    descriptors that came with it are closed)."""
+    header, descriptors, _flags, _address = socket.recv_fds(connection, HELLO_LENGTH_SIZE, descriptor_count + 1)
+    try:
+        if len(descriptors) != descriptor_count or len(header) != HELLO_LENGTH_SIZE:
+            raise WireError(f"expected {descriptor_count} descriptors with the hello, got {len(descriptors)}")
+        length = int.from_bytes(header, "big")
+        if length > HELLO_LIMIT:
+            raise WireError(f"a hello of {length} bytes is over the limit")
+        try:
+            body = receive_exactly(connection, length)
+        except EOFError:
+            raise WireError("the connection closed in the middle of the hello") from None
+        return Hello.decode(body), descriptors
+    except (WireError, OSError):
+        for descriptor in descriptors:
+            os.close(descriptor)
+        raise
 
 
 def _take_over(hello: Hello, descriptors: list[int]) -> None:
