@@ -55,6 +55,7 @@ from .warm_wire import (
     MessageReader,
     WarmAddress,
     WireError,
+    code_key,
     peer_uid,
     send_message,
     warm_address,
@@ -116,8 +117,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     expected = warm_address(os.environ)
     if expected is None or expected.folder != address.folder:
         raise SystemExit(0)  # not the person's own folder as this environment names it: listen nowhere else
-    # The key is the relay's digest of the code it found, taken a moment ago: were the files changed since, this
-    # server (which imports them now) would serve under a name no later relay looks for, and leave when idle.
+    if expected.key != address.key:
+        # The relay found other code than this process imports (a `python -m` in a checkout puts the folder first
+        # on its path; this process runs in `/`), or the files changed since it looked: the relays that ask for
+        # this key would be served code they did not name.
+        raise SystemExit(0)
     lock = _exclusive_lock(address.lock_path)
     if lock is None:
         raise SystemExit(0)  # another warm server for this code is already starting or serving
@@ -125,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         time.sleep(START_DELAY_S)
         _preload(log)
+        if code_key() != address.key:
+            print("not serving: the code changed while it was imported", file=log, flush=True)
+            raise SystemExit(0)
         WarmServer(address, lock, log, idle_s=_idle_seconds()).serve()
     except Exception:  # its stderr is /dev/null: what ended it goes to its log
         traceback.print_exc(file=log)

@@ -36,7 +36,7 @@ import json, os, socket, struct, sys
 path = sys.argv[1]
 read_end, write_end = os.pipe()
 out_read, out_write = os.pipe()
-hello = json.dumps({"argv": ["x", "serve"], "environ": {"PATH": "/usr/bin"}, "cwd": "/", "umask": 18}).encode()
+hello = "\0".join(["mcp-subagents-hello-1", "18", "/", "2", "x", "serve", "PATH=/usr/bin"]).encode()
 connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     connection.connect(path)
