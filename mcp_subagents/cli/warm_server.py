@@ -45,6 +45,7 @@ from ..tasks.outcome import TaskOutcome, encode_outcome
 from ..tasks.transcripts import encode_message
 from ..tools import builtin_tools
 from ..tools.base import input_schema
+from .arguments import parser_for
 from .entry import serve_here
 from .warm_wire import (
     DEFAULT_IDLE_S,
@@ -180,7 +181,8 @@ def _preload(log: TextIO) -> None:
 def _build_process_caches() -> None:
     """What a server builds once per process from nothing of a host's (the built-in tools' input schemas, the nested
     Task's, the transcript's and outcome's encoders, the MCP tools' schemas, the sandbox probe's answer, the
-    providers' TLS context and lazily built types): built here, every forked server has it."""
+    `serve` command's parser, the providers' TLS context and lazily built types): built here, every forked server
+    has it."""
     for tool in builtin_tools().values():
         tool.definition()
     input_schema(NestedTaskInput)
@@ -189,6 +191,7 @@ def _build_process_caches() -> None:
     for schema in (task_output_schema, task_stop_schema, task_answer_schema, lambda: host_schema(TaskRequest)):
         schema()  # the tools' input schemas, as tools/list shows them (the Task's agent names are added to a copy)
     probe()  # bubblewrap's answer, kept for the binaries this PATH finds (`sandbox.platform`)
+    parser_for(["serve"])  # the command line hosts start: parsing it takes no environment (`settings_from` does)
     _prepare_providers()
 
 
