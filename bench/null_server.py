@@ -2,8 +2,9 @@
 in Claude Code in place of ours (bench/host.py), it measures what any one more MCP server costs Claude Code itself
 (spawning it, the handshake, listing its tools): the floor under our configured-but-unused figure.
 
-It answers `initialize` (echoing the host's protocol version), `tools/list` and `ping`; any other request gets
-"method not found" (a 2026-era `server/discover` too: the host then opens the session with `initialize`).
+It answers the 2026-07-28 era's `server/discover` (tools only, nothing to subscribe to) as Claude Code 2.1.328 opens
+with it, a 2025-era `initialize` (echoing the host's protocol version), `tools/list` and `ping`; any other request
+gets "method not found".
 """
 
 from __future__ import annotations
@@ -22,7 +23,18 @@ TOOL: dict[str, Any] = {
 }
 
 
+DISCOVERED: dict[str, Any] = {
+    "capabilities": {"tools": {}},
+    "resultType": "complete",
+    "supportedVersions": ["2026-07-28"],
+    "ttlMs": 0,
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "null", "version": "1"}},
+}
+
+
 def answer(method: Any, params: Any) -> dict[str, Any]:
+    if method == "server/discover":
+        return {"result": DISCOVERED}
     if method == "initialize":
         try:
             version = str(params["protocolVersion"])
@@ -31,7 +43,7 @@ def answer(method: Any, params: Any) -> dict[str, Any]:
         info: dict[str, Any] = {"protocolVersion": version, "capabilities": {"tools": {}}}
         return {"result": {**info, "serverInfo": {"name": "null", "version": "1"}}}
     if method == "tools/list":
-        return {"result": {"tools": [TOOL]}}
+        return {"result": {"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "tools": [TOOL]}}
     if method == "ping":
         return {"result": {}}
     return {"error": {"code": -32601, "message": f"method not found: {method}"}}
