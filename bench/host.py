@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_api import HOST_AGENT, HOST_TASK, HOST_TEXT, MAIN_DONE, OUR_TASK, is_main_request
 from harness import BENCH_KEY, ROOT, fake_api
 
-from mcp_subagents.cli.warm_wire import warm_address
+from mcp_subagents.cli.warm_wire import code_key, warm_address
 
 Json = dict[str, Any]
 
@@ -305,12 +305,15 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def warm_servers() -> list[int]:
-    """The warm servers running on this machine (any user's code key; the bench's is the only one it starts)."""
+    """The warm servers of this code on this machine: the one the bench starts, not those other people's work
+    started beside it (same user, another checkout or a test's folder), whose CPU is none of a run's."""
+    key = code_key().encode()
     found: list[int] = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if WARM_SERVER_MODULE.encode() in (entry / "cmdline").read_bytes():
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+                if WARM_SERVER_MODULE.encode() in words and key in words:
                     found.append(int(entry.name))
     return found
 
