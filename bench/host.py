@@ -42,17 +42,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_api import HOST_AGENT, HOST_TASK, HOST_TEXT, MAIN_DONE, OUR_TASK, is_main_request
 from harness import BENCH_KEY, ROOT, fake_api
 
-from mcp_subagents.cli.warm_wire import warm_address
+from mcp_subagents.cli.warm_wire import code_key, warm_address
 
 Json = dict[str, Any]
 
 CLAUDE = Path(os.environ.get("MCP_SUBAGENTS_CLAUDE") or ROOT / ".ci-node" / "node_modules" / ".bin" / "claude")
 WHOLE_RUN = ROOT / "bench" / "whole_run.py"
 STDIO_TIMER = ROOT / "bench" / "stdio_timer.py"
+NULL_SERVER = ROOT / "bench" / "null_server.py"
+NULL = Path("null server")
+"""In place of a state directory: the do-nothing server (bench/null_server.py) configured instead of ours."""
 RUN_TIMEOUT_S = 240
 STILL_CONNECTING = "MCP servers are still connecting"
 """Claude Code's note, in the first request, on servers whose tools it did not wait for."""
 CONNECTED = re.compile(r'MCP server "subagents": Successfully connected \(transport: stdio\) in (\d+)ms')
+NULL_CONNECTED = 'MCP server "nothing": Successfully connected'
 STARTING = re.compile(r'^(\S+) \[DEBUG\] MCP server "subagents": Starting connection', re.MULTILINE)
 FIRST_REQUEST = re.compile(r"^(\S+) \[DEBUG\] \[API REQUEST\] /v1/messages", re.MULTILINE)
 
@@ -143,6 +147,8 @@ class Run:
     request_after_ms: float | None
     """From our server's spawn to Claude Code's first model request, by the debug log's timestamps."""
     load: str
+    null_connected: bool = False
+    """The do-nothing server, when it was configured, connected (Claude Code's debug log)."""
 
     @property
     def listing(self) -> str:
@@ -199,7 +205,9 @@ class Host:
         `claude mcp add` puts it by default: the project's entry in ~/.claude.json. (A server given with
         `--mcp-config` instead is waited for before the first request; one in the config files is not.)"""
         servers: Json = {}
-        if state is not None:
+        if state == NULL:
+            servers["nothing"] = {"type": "stdio", "command": sys.executable, "args": [str(NULL_SERVER)], "env": {}}
+        elif state is not None:
             command = [sys.executable, "-m", "mcp_subagents", "serve", *(["--no-warm"] if cold else [])]
             if relay_log is not None:
                 command = [sys.executable, str(STDIO_TIMER), str(relay_log), *command]
@@ -229,7 +237,8 @@ class Host:
 
     async def run(self, marker: str, *, state: Path | None, relay_log: Path | None = None, cold: bool = False) -> Run:
         """One `claude -p` whose main model does what `marker` says (fake_api.py), our server configured with
-        `state` as its state directory, or not configured (None); `cold`: a server of its own (`--no-warm`)."""
+        `state` as its state directory, or not configured (None), or the do-nothing server instead (NULL); `cold`:
+        a server of its own (`--no-warm`)."""
         self.runs += 1
         self.configure(state, relay_log, cold=cold)
         warm_before = warm_server_cpu()
@@ -243,7 +252,8 @@ class Host:
         figures: Json = json.loads(measured.read_text(encoding="utf-8"))
         if figures["returncode"] != 0:
             raise SystemExit(f"claude -p failed ({figures}):\n{output.read_text(encoding='utf-8')[-3000:]}")
-        connect_ms, request_after_ms = debug_log_figures(debug.read_text(encoding="utf-8") if debug.exists() else "")
+        log = debug.read_text(encoding="utf-8") if debug.exists() else ""
+        connect_ms, request_after_ms = debug_log_figures(log)
         await warm_servers_idle()
         return Run(
             wall_s=figures["wall_s"],
@@ -253,6 +263,7 @@ class Host:
             connect_ms=connect_ms,
             request_after_ms=request_after_ms,
             load=machine_load(),
+            null_connected=NULL_CONNECTED in log,
         )
 
     def take_requests(self) -> list[Json]:
@@ -294,12 +305,15 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def warm_servers() -> list[int]:
-    """The warm servers running on this machine (any user's code key; the bench's is the only one it starts)."""
+    """The warm servers of this code on this machine: the one the bench starts, not those other people's work
+    started beside it (same user, another checkout or a test's folder), whose CPU is none of a run's."""
+    key = code_key().encode()
     found: list[int] = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if WARM_SERVER_MODULE.encode() in (entry / "cmdline").read_bytes():
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+                if WARM_SERVER_MODULE.encode() in words and key in words:
                     found.append(int(entry.name))
     return found
 
@@ -358,7 +372,7 @@ def _serving(environment: dict[str, str]) -> bool:
     if address is None:
         raise SystemExit(f"no private folder for the warm server: {environment}")
     with contextlib.suppress(OSError):
-        return "serving on" in address.log_path.read_text(encoding="utf-8", errors="replace")
+        return "serving on" in Path(address.log_path).read_text(encoding="utf-8", errors="replace")
     return False
 
 
@@ -517,14 +531,29 @@ async def cold_task_against_agent(host: Host, plan: Plan) -> None:
 
 
 async def configured_against_not(host: Host, plan: Plan) -> None:
-    """Figure 3: our server configured but never called, against no server; the main model answers at once."""
-    pairs = await alternated(host, plan.pairs, (HOST_TEXT, host.warm_state), (HOST_TEXT, None))
-    print(f"claude -p with our server configured but unused / without it, {plan.pairs} pairs:")
-    print(f"  {pairs.line('wall_s')}")
-    print(f"  {pairs.line('cpu_s')}")
-    connected = sum(1 for run in pairs.ours if run.connect_ms is not None)
+    """Figure 3: our server configured but never called, against no server; the main model answers at once. The
+    do-nothing server (bench/null_server.py) configured instead, in the same rotation, is the floor: what any
+    one more server costs Claude Code."""
+    kinds: list[tuple[str, Path | None]] = [("ours", host.warm_state), ("none", None), ("null", NULL)]
+    runs: dict[str, list[Run]] = {name: [] for name, _ in kinds}
+    for number in range(plan.pairs):
+        rotated = kinds[number % 3 :] + kinds[: number % 3]
+        for name, state in rotated:
+            runs[name].append(await host.run(HOST_TEXT, state=state))
+    ours, floor = Pairs(runs["ours"], runs["none"]), Pairs(runs["null"], runs["none"])
+    print(f"claude -p with our server configured but unused / without it, {plan.pairs} runs of each:")
+    print(f"  {ours.line('wall_s')}")
+    print(f"  {ours.line('cpu_s')}")
+    connected = sum(1 for run in ours.ours if run.connect_ms is not None)
     print(f"  our server connected before Claude Code was done in {connected} of {plan.pairs} runs")
-    print(f"  {', '.join(run.load for run in pairs.ours)}")
+    print(f"  {', '.join(run.load for run in ours.ours)}")
+    print("the floor: a do-nothing server (bench/null_server.py, json and sys only) configured instead / without:")
+    print(f"  {floor.line('wall_s')}")
+    print(f"  {floor.line('cpu_s')}")
+    connected = sum(1 for run in floor.ours if run.null_connected)
+    print(f"  the do-nothing server connected before Claude Code was done in {connected} of {plan.pairs} runs")
+    beside = Pairs(runs["ours"], runs["null"])
+    print(f"  ours / the do-nothing server: {beside.line('wall_s')}; {beside.line('cpu_s')}")
 
 
 async def relay_runs(host: Host, plan: Plan) -> list[Json]:

@@ -541,10 +541,15 @@ async def _started_warm_server(env: dict[str, str]) -> int:
     assert address is not None
     with anyio.fail_after(60):
         while True:  # a detached process says it is ready only through its socket and log
-            with contextlib.suppress(OSError):
-                if "serving on" in address.log_path.read_text(encoding="utf-8"):
-                    return int(_warm_pid(address.folder))
+            if _says_serving(address.log_path):
+                return int(_warm_pid(Path(address.folder)))
             await anyio.sleep(0.05)
+
+
+def _says_serving(log: str) -> bool:
+    with contextlib.suppress(OSError):
+        return "serving on" in Path(log).read_text(encoding="utf-8")
+    return False
 
 
 def _warm_pid(folder: Path) -> int:

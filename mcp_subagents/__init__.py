@@ -5,12 +5,11 @@ The public surface: `Settings`, `Subagents` (the runtime) and `build_server` to 
 test agent files without a key; `AgentDefinition`; and the errors `SubagentsError` and `ToolError`.
 """
 
-import typing as _typing
-
 from .core.lazy import members_on_first_use as _members_on_first_use
 from .core.version import __version__
 
-if _typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # not `typing`'s: importing it is a tenth of a relay's start (`cli.warm_relay`)
+if TYPE_CHECKING:
     from .agent.loop import AgentRun, run_agent
     from .config.settings import Settings
     from .core.errors import SubagentsError, ToolError

@@ -18,7 +18,7 @@ from ..config.settings import (
 from ..core.errors import ConfigError
 from ..render.inert import inert
 from ..serve.early_answers import EarlyStart
-from .arguments import ALL_OPTIONS, USAGE_ERROR, build_parser, with_command
+from .arguments import ALL_OPTIONS, USAGE_ERROR, build_parser, parser_for, with_command
 from .prescan import CatalogPrescan, start_prescan
 
 THREAD_SWITCH_INTERVAL = 0.001
@@ -40,7 +40,7 @@ def main(argv: Sequence[str] | None = None, *, early: EarlyStart | None = None) 
 
 def _main(argv: Sequence[str] | None, early: EarlyStart | None) -> None:
     argv = with_command(sys.argv[1:] if argv is None else argv)
-    namespace = build_parser(argv).parse_args(argv)
+    namespace = parser_for(argv).parse_args(argv)
     settings = _settings(namespace)
     prescan = None
     if namespace.command == "serve":

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from ..serve.host_pipes import is_wire, serves_stdio
 from .warm_relay import attach
 from .warm_wire import warm_disabled
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> None:

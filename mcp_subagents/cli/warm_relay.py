@@ -6,31 +6,37 @@ the server too.
 When there is no warm server yet, it starts one, detached, for the next host, and this start serves itself as
 before (`attach` returns None).
 
-Only the standard library is used here: it runs before anything else is imported.
+Only what the interpreter's start has already loaded, and C modules (`_socket`, `_signal`: the `socket` and
+`signal` wrappers import `enum`), are used here: it runs before anything else is imported (`cli.warm_wire`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
 import sys
-from collections.abc import Mapping, Sequence
-from types import FrameType
+from _socket import AF_UNIX, SOCK_STREAM, socket
 
 from .warm_wire import (
     IDLE_VARIABLE,
     Hello,
     MessageReader,
     WarmAddress,
+    WireError,
     peer_uid,
     send_hello,
     send_message,
     warm_address,
 )
 
-FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from signal import SIGHUP, SIGINT, SIGTERM, signal
+    from types import FrameType
+else:
+    from _signal import SIGHUP, SIGINT, SIGTERM, signal  # what `signal` wraps, with the same signatures
+
+FORWARDED_SIGNALS = (SIGTERM, SIGINT, SIGHUP)
 _WARM_SERVER_ENVIRONMENT = (
     "PATH",
     "HOME",
@@ -58,14 +64,16 @@ def attach(arguments: Sequence[str], environ: Mapping[str, str]) -> int | None:
     if connection is None:
         start_warm_server(address)
         return None
-    with connection:
-        return _relay(connection, Hello([sys.argv[0], *arguments], dict(environ), os.getcwd(), _umask()))
-
-
-def _connect(address: WarmAddress) -> socket.socket | None:
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        connection.connect(str(address.socket_path))
+        return _relay(connection, Hello([sys.argv[0], *arguments], dict(environ), os.getcwd(), _umask()))
+    finally:
+        connection.close()
+
+
+def _connect(address: WarmAddress) -> socket | None:
+    connection = socket(AF_UNIX, SOCK_STREAM)
+    try:
+        connection.connect(address.socket_path)
         if peer_uid(connection) == os.getuid():
             return connection
     except OSError:
@@ -80,10 +88,10 @@ def _umask() -> int:
     return current
 
 
-def _relay(connection: socket.socket, hello: Hello) -> int | None:
+def _relay(connection: socket, hello: Hello) -> int | None:
     try:
         send_hello(connection, hello, (0, 1, 2))
-    except OSError:
+    except (OSError, WireError):
         return None
     reader = MessageReader(connection)
     started = reader.next()
@@ -93,11 +101,13 @@ def _relay(connection: socket.socket, hello: Hello) -> int | None:
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         forwarded.append(signum)
-        with contextlib.suppress(OSError):
+        try:
             send_message(connection, {"signal": signum})
+        except OSError:  # the server is gone: its end is on its way here
+            pass
 
     for signum in FORWARDED_SIGNALS:
-        signal.signal(signum, forward)
+        signal(signum, forward)
     while (message := reader.next()) is not None:
         if "exit" in message:
             return message["exit"]
@@ -109,15 +119,17 @@ def start_warm_server(address: WarmAddress) -> None:
     """Start the warm server detached (its own session, `/` as its folder, /dev/null as stdio, none of this
     process's descriptors), without waiting for it."""
     environment = {name: value for name in _WARM_SERVER_ENVIRONMENT if (value := os.environ.get(name)) is not None}
-    command = [sys.executable, "-P", "-m", "mcp_subagents.cli.warm_server", str(address.folder), address.key]
+    command = [sys.executable, "-P", "-m", "mcp_subagents.cli.warm_server", address.folder, address.key]
     try:
         middle = os.fork()
     except OSError:
         return
     if middle == 0:
         _detach_and_exec(command, environment)
-    with contextlib.suppress(ChildProcessError):
+    try:
         os.waitpid(middle, 0)
+    except ChildProcessError:  # reaped by someone else (a SIGCHLD handler of an embedding program)
+        pass
 
 
 def _detach_and_exec(command: list[str], environment: dict[str, str]) -> None:

@@ -31,11 +31,11 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
 from ..core.messages import UserMessage
+from ..core.sockets import receive_exactly
 from ..mcp.schemas import host_schema, task_answer_schema, task_output_schema, task_stop_schema
 from ..models.tls import verify_context
 from ..runtime.nesting import NestedTaskInput
@@ -45,16 +45,19 @@ from ..tasks.outcome import TaskOutcome, encode_outcome
 from ..tasks.transcripts import encode_message
 from ..tools import builtin_tools
 from ..tools.base import input_schema
+from .arguments import parser_for
 from .entry import serve_here
 from .warm_wire import (
     DEFAULT_IDLE_S,
+    HELLO_LENGTH_SIZE,
+    HELLO_LIMIT,
     IDLE_VARIABLE,
     Hello,
     MessageReader,
     WarmAddress,
     WireError,
+    code_key,
     peer_uid,
-    receive_hello,
     send_message,
     warm_address,
 )
@@ -111,12 +114,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else list(argv)
     if len(arguments) != 2:
         raise SystemExit("usage: python -P -m mcp_subagents.cli.warm_server FOLDER KEY")
-    address = WarmAddress(Path(arguments[0]), arguments[1])
+    address = WarmAddress(arguments[0], arguments[1])
     expected = warm_address(os.environ)
     if expected is None or expected.folder != address.folder:
         raise SystemExit(0)  # not the person's own folder as this environment names it: listen nowhere else
-    # The key is the relay's digest of the code it found, taken a moment ago: were the files changed since, this
-    # server (which imports them now) would serve under a name no later relay looks for, and leave when idle.
+    if expected.key != address.key:
+        # The relay found other code than this process imports (a `python -m` in a checkout puts the folder first
+        # on its path; this process runs in `/`), or the files changed since it looked: the relays that ask for
+        # this key would be served code they did not name.
+        raise SystemExit(0)
     lock = _exclusive_lock(address.lock_path)
     if lock is None:
         raise SystemExit(0)  # another warm server for this code is already starting or serving
@@ -124,6 +130,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         time.sleep(START_DELAY_S)
         _preload(log)
+        if code_key() != address.key:
+            print("not serving: the code changed while it was imported", file=log, flush=True)
+            raise SystemExit(0)
         WarmServer(address, lock, log, idle_s=_idle_seconds()).serve()
     except Exception:  # its stderr is /dev/null: what ended it goes to its log
         traceback.print_exc(file=log)
@@ -131,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1) from None
 
 
-def _exclusive_lock(path: Path) -> int | None:
+def _exclusive_lock(path: str) -> int | None:
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -141,7 +150,7 @@ def _exclusive_lock(path: Path) -> int | None:
     return descriptor
 
 
-def _private_log(path: Path) -> TextIO:
+def _private_log(path: str) -> TextIO:
     """This server's own log (what it preloaded, what it refused), readable by its owner only."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     return open(descriptor, "w", encoding="utf-8", errors="backslashreplace")
@@ -172,7 +181,8 @@ def _preload(log: TextIO) -> None:
 def _build_process_caches() -> None:
     """What a server builds once per process from nothing of a host's (the built-in tools' input schemas, the nested
     Task's, the transcript's and outcome's encoders, the MCP tools' schemas, the sandbox probe's answer, the
-    providers' TLS context and lazily built types): built here, every forked server has it."""
+    `serve` command's parser, the providers' TLS context and lazily built types): built here, every forked server
+    has it."""
     for tool in builtin_tools().values():
         tool.definition()
     input_schema(NestedTaskInput)
@@ -181,6 +191,7 @@ def _build_process_caches() -> None:
     for schema in (task_output_schema, task_stop_schema, task_answer_schema, lambda: host_schema(TaskRequest)):
         schema()  # the tools' input schemas, as tools/list shows them (the Task's agent names are added to a copy)
     probe()  # bubblewrap's answer, kept for the binaries this PATH finds (`sandbox.platform`)
+    parser_for(["serve"])  # the command line hosts start: parsing it takes no environment (`settings_from` does)
     _prepare_providers()
 
 
@@ -313,7 +324,7 @@ def _wake_only(_signum: int, _frame: FrameType | None) -> None:
     """SIGCHLD only wakes the loop (through the wake-up descriptor), which then reaps."""
 
 
-def _listen(path: Path) -> socket.socket:
+def _listen(path: str) -> socket.socket:
     """The socket at `path`, readable and writable by its owner only. An old one is removed: the lock says that
     whatever made it is gone."""
     with contextlib.suppress(FileNotFoundError):
@@ -321,14 +332,14 @@ def _listen(path: Path) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     previous = os.umask(0o177)
     try:
-        listener.bind(str(path))
+        listener.bind(path)
     finally:
         os.umask(previous)
     listener.listen(64)
     return listener
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
+def _file_identity(path: str) -> tuple[int, int] | None:
     """The device and inode of the socket file: still the same means still the one this server made (someone may
     have removed the folder, or another server taken the name)."""
     try:
@@ -342,6 +353,27 @@ def _drain(descriptor: int) -> None:
     with contextlib.suppress(BlockingIOError, InterruptedError):
         while os.read(descriptor, 512):
             pass
+
+
+def receive_hello(connection: socket.socket, descriptor_count: int) -> tuple[Hello, list[int]]:
+    """The hello and exactly `descriptor_count` descriptors; a short or oversized message is a WireError (and the
+    descriptors that came with it are closed)."""
+    header, descriptors, _flags, _address = socket.recv_fds(connection, HELLO_LENGTH_SIZE, descriptor_count + 1)
+    try:
+        if len(descriptors) != descriptor_count or len(header) != HELLO_LENGTH_SIZE:
+            raise WireError(f"expected {descriptor_count} descriptors with the hello, got {len(descriptors)}")
+        length = int.from_bytes(header, "big")
+        if length > HELLO_LIMIT:
+            raise WireError(f"a hello of {length} bytes is over the limit")
+        try:
+            body = receive_exactly(connection, length)
+        except EOFError:
+            raise WireError("the connection closed in the middle of the hello") from None
+        return Hello.decode(body), descriptors
+    except (WireError, OSError):
+        for descriptor in descriptors:
+            os.close(descriptor)
+        raise
 
 
 def _take_over(hello: Hello, descriptors: list[int]) -> None:

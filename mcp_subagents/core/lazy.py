@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # this runs at every start, a relay's too: no `typing`, no `collections.abc`
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 
 def members_on_first_use(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:

@@ -145,7 +145,23 @@ def tagged_pids(tags: Iterable[str]) -> list[int]:
 
 
 def descendants(root: int) -> list[int]:
-    """Processes below `root` in the process tree (children, their children, ...), zombies excluded."""
+    """Processes below `root` in the process tree (children, their children, ...), zombies excluded. From each
+    thread's list of children, from `root` down: a few reads where a scan reads every process's stat (200 on a quiet
+    machine: 2 ms at every server's end)."""
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):  # a kernel without the lists
+        return _descendants_by_scan(root)
+    found: list[int] = []
+    pending = [root]
+    while pending:
+        for child in _children(pending.pop()):
+            info = _stat(child)
+            if info is not None and info.state not in ("Z", "X"):
+                found.append(child)
+                pending.append(child)
+    return found
+
+
+def _descendants_by_scan(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for pid in _all_pids():
         info = _stat(pid)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 def serves_stdio(argv: Sequence[str], environ: Mapping[str, str]) -> bool:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_subagents.cli.arguments import ALL_OPTIONS
+from mcp_subagents.cli.arguments import ALL_OPTIONS, parser_for
 from mcp_subagents.config.settings import Settings, add_options, settings_from
 from mcp_subagents.core.errors import ConfigError
 
@@ -173,3 +173,13 @@ def test_main_model_comes_from_its_flag_or_variable_and_anthropic_model_is_kept_
     by_variable = parse([], {"MCP_SUBAGENTS_MAIN_MODEL": "fable"})
     assert (by_flag.main_model, by_flag.anthropic_model) == ("opus", "haiku")
     assert (by_variable.main_model, by_variable.anthropic_model) == ("fable", None)
+
+
+def test_a_commands_parser_is_built_once_and_parses_each_command_line_afresh() -> None:
+    """The warm server builds the `serve` parser before it forks; each forked server parses its own command line."""
+    with_flag = ["serve", "--max-concurrent", "3"]
+    first = parser_for(with_flag).parse_args(with_flag)
+    again = parser_for(["serve"]).parse_args(["serve"])
+    assert parser_for(["serve"]) is parser_for(with_flag)
+    assert first.max_concurrent == "3" and again.max_concurrent is None
+    assert parser_for(["tasks", "list"]) is not parser_for(["serve"])

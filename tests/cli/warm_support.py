@@ -38,7 +38,7 @@ class WarmPlace:
         code; the socket found in the folder is the one its warm server made."""
         folder = self.runtime / "mcp-subagents"
         made = sorted(folder.glob("*.sock")) if folder.is_dir() else []
-        return WarmAddress(folder, made[0].stem if made else code_key())
+        return WarmAddress(str(folder), made[0].stem if made else code_key())
 
     def environment(
         self, fake: FakeLLM | None = None, *, work: Path | None = None, key: str = TEST_API_KEY, **variables: str
@@ -49,7 +49,7 @@ class WarmPlace:
 
     def warm_pids(self) -> list[int]:
         """The warm servers started for this place (by their command line, which names its folder)."""
-        folder = str(self.address.folder).encode()
+        folder = self.address.folder.encode()
         found: list[int] = []
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
@@ -66,7 +66,7 @@ class WarmPlace:
     def accepts(self) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
             try:
-                probe.connect(str(self.address.socket_path))
+                probe.connect(self.address.socket_path)
             except OSError:
                 return False
             return True

@@ -77,7 +77,7 @@ async def test_claude_codes_second_session_is_served_by_the_warm_server(tmp_path
             await wait_until_listening(place)
             second = await claude_p(place, fake, project, config)
             assert "SUBAGENT says hello" in second
-            log = place.address.log_path.read_text(encoding="utf-8")
+            log = Path(place.address.log_path).read_text(encoding="utf-8")
             assert log.count("forked server") == 1, log  # the second session, and only it
             assert str(project) in log  # forked for Claude Code's project folder
     finally:

@@ -36,7 +36,7 @@ import json, os, socket, struct, sys
 path = sys.argv[1]
 read_end, write_end = os.pipe()
 out_read, out_write = os.pipe()
-hello = json.dumps({"argv": ["x", "serve"], "environ": {"PATH": "/usr/bin"}, "cwd": "/", "umask": 18}).encode()
+hello = "\0".join(["mcp-subagents-hello-1", "18", "/", "2", "x", "serve", "PATH=/usr/bin"]).encode()
 connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 try:
     connection.connect(path)
@@ -73,18 +73,18 @@ async def test_another_user_can_neither_reach_nor_use_the_warm_server(shared_run
     async with warm_place_in(place):
         await (await start_through_relay(place.environment(work=tmp_path / "w"))).close()
         warm = await wait_until_listening(place)
-        socket_path = place.address.socket_path
-        assert stat.S_IMODE(place.address.folder.stat().st_mode) == 0o700
+        socket_path = Path(place.address.socket_path)
+        assert stat.S_IMODE(os.stat(place.address.folder).st_mode) == 0o700
         said = await attack_as_nobody_with(socket_path)
         assert "connect refused" in said  # the folder is its owner's alone
 
         # Even with the folder and the socket opened to everyone, the kernel's word on who connected decides.
-        place.address.folder.chmod(0o711)
+        os.chmod(place.address.folder, 0o711)
         socket_path.chmod(0o666)
         said = await attack_as_nobody_with(socket_path)
         assert "reply: none | served: nothing" in said, said
         assert place.children_of(warm) == []
-        assert "refused a connection from another user" in place.address.log_path.read_text()
+        assert "refused a connection from another user" in Path(place.address.log_path).read_text()
 
 
 async def attack_as_nobody_with(socket_path: Path) -> str:
@@ -103,7 +103,7 @@ async def test_a_planted_socket_folder_is_not_used_and_the_server_serves_itself(
     if planted == "other owner" and os.geteuid() != 0:
         pytest.skip("making a folder another user's needs root")
     async with warm_place(tmp_path) as place:
-        folder = place.address.folder
+        folder = Path(place.address.folder)
         decoy = tmp_path / "decoy"
         if planted == "link":
             decoy.mkdir(mode=0o700)
