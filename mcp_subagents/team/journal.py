@@ -109,6 +109,8 @@ class Journal:
             for task_id, lines in batch.items()
             for file, seq, text in lines.queued
         ]
+        # Lines queued while this batch is written are not in it: only the batch's own count as written.
+        taken = {task_id: len(lines.queued) for task_id, lines in batch.items()}
         async with self._database.connection() as connection, connection.transaction():
             async with connection.cursor() as cursor:
                 # Fenced: a line is written only while the task's row names this replica.
@@ -120,7 +122,7 @@ class Journal:
         lost = await self._not_held(list(batch))
         ended: list[str] = []
         for task_id, lines in batch.items():
-            done = len(lines.queued)
+            done = taken[task_id]
             del lines.queued[:done]
             lines.written += done
             if task_id in lost:
