@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import threading
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
@@ -24,10 +25,12 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from psycopg import sql
 
 from mcp_subagents.tasks.transcripts import INTERRUPTED_TOOL_RESULT
 from tests.fakes.fake_llm import FakeLLM, Step, hang, text, tool_use, turn
 from tests.support import matched, text_of
+from tests.team.postgres import admin_connection, drop_database_and_kin, with_database
 from tests.team.replicas import replica
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -298,3 +301,24 @@ async def test_a_queued_task_of_a_killed_replica_is_not_lost(tmp_path: Path, dat
         holds.close()
     assert "<status>completed</status>" in outputs[0], outputs[0]
     assert "<status>completed</status>" in outputs[1] and "job-001 finished" in outputs[1], outputs[1]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="on a SQL_ASCII database (what initdb makes in a C locale) psycopg returns text as bytes, and "
+    "Team._register passes one to anyio.Path: the replica dies at start with a TypeError",
+)
+async def test_a_replica_starts_on_a_database_in_sql_ascii(tmp_path: Path, postgres_url: str) -> None:
+    name = f"t_ascii_{secrets.token_hex(6)}"
+    with admin_connection(postgres_url) as admin:
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0").format(
+                sql.Identifier(name)
+            )
+        )
+    try:
+        with FakeLLM() as fake:
+            async with replica(tmp_path / "a", tmp_path / "project", with_database(postgres_url, name), fake) as a:
+                assert a.seen("joined the team")
+    finally:
+        drop_database_and_kin(postgres_url, name)
