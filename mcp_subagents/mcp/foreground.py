@@ -112,6 +112,8 @@ class TaskCalls:
             return _text(task_error(args.agent or "", exc.message), is_error=True)
         if record.background:
             await record.opened.wait()  # the answer names the output file: it exists by then
+            if app.tasks.team is not None:  # and any replica of a team finds the task by the id it gives
+                await app.tasks.team.announced(record.id)
             return _text(launched_text(record))
         return await self._wait_in_foreground(ctx, record, [])
 

@@ -38,6 +38,10 @@ class TeamLink(Protocol):
         """Wait until `join` is done; the task's failed outcome when the database refused it."""
         ...
 
+    async def announced(self, task_id: str) -> None:
+        """Wait until every replica can find the task (its row and first lines are in the database)."""
+        ...
+
     async def written(self, task_id: str) -> None:
         """Wait until what the task's files got so far is in the database."""
         ...

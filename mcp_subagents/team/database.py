@@ -16,6 +16,9 @@ from .schema import CHANNEL, SCHEMA_LOCK, STATEMENTS
 
 CONNECTIONS = 4
 CONNECT_TIMEOUT_S = 10
+CLIENT_ENCODING = "utf8"
+"""utf8 whatever the database's encoding: on a SQL_ASCII database (what initdb makes in a C locale) text would come
+back as bytes."""
 
 
 class DatabaseError(SubagentsError):
@@ -54,7 +57,9 @@ class Database:
 
     async def _connect(self) -> psycopg.AsyncConnection[Any]:
         try:
-            return await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            return await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, client_encoding=CLIENT_ENCODING
+            )
         except psycopg.Error as exc:
             raise DatabaseError(f"Cannot connect to the database {redacted_url(self.url)}: {exc}") from None
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 from dbos import DBOS, SetWorkflowID
 
 from ..core.version import __version__
+from .database import CLIENT_ENCODING
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ def start_engine(database_url: str, replica: str, carry: Callable[[str], Awaitab
     DBOS(
         config={
             "name": "mcp-subagents",
-            "system_database_url": database_url,
+            "system_database_url": with_client_encoding(database_url),
             "executor_id": replica,
             # Recovery hands a workflow only to replicas of the same version.
             "application_version": __version__,
@@ -49,6 +51,16 @@ def start_engine(database_url: str, replica: str, carry: Callable[[str], Awaitab
         }
     )
     DBOS.launch()
+
+
+def with_client_encoding(url: str) -> str:
+    """The URL with `client_encoding=utf8` (unless it names one): DBOS's connections get text, not bytes, from a
+    SQL_ASCII database too."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(name == "client_encoding" for name, _ in query):
+        return url
+    return urlunsplit(parts._replace(query=urlencode([*query, ("client_encoding", CLIENT_ENCODING)])))
 
 
 def stop_engine() -> None:

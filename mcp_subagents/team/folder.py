@@ -15,7 +15,7 @@ import psycopg
 
 from ..core.errors import SubagentsError
 from ..tasks.control import PLACES, AnswerRequest
-from .database import CONNECT_TIMEOUT_S, redacted_url
+from .database import CLIENT_ENCODING, CONNECT_TIMEOUT_S, redacted_url
 from .journal import OUTPUT, TRANSCRIPT
 from .remote import write_files
 from .schema import CHANNEL, SCHEMA
@@ -26,7 +26,9 @@ class TeamFolder:
 
     def __init__(self, url: str) -> None:
         try:
-            self._connection = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            self._connection = psycopg.connect(
+                url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, client_encoding=CLIENT_ENCODING
+            )
         except psycopg.Error as exc:
             raise SubagentsError(f"Cannot connect to the database {redacted_url(url)}: {exc}") from None
         self.state_dir = Path(tempfile.mkdtemp(prefix="mcp-subagents-team-"))

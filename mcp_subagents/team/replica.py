@@ -176,6 +176,12 @@ class Team:
     async def written(self, task_id: str) -> None:
         await self._journal.written(task_id)
 
+    async def announced(self, task_id: str) -> None:
+        joining = self._joining.get(task_id)
+        if joining is not None:
+            await joining.done.wait()
+        await self._journal.written(task_id)
+
     def elsewhere(self, task_id: str) -> TaskRecord | None:
         return self._remote.get(task_id)
 
