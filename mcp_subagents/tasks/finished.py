@@ -11,8 +11,8 @@ from ..core.redaction import Redactor
 from ..core.state import TASK_ID
 from .files import read_task
 from .outcome import TaskOutcome
-from .record import TaskRecord
-from .transcripts import TranscriptWriter, read_summary
+from .record import TaskRecord, TaskState
+from .transcripts import TranscriptHeader, TranscriptWriter, read_summary
 
 
 def load_finished(task_id: str, output_dir: Path, redact: Redactor) -> TaskRecord | None:
@@ -23,25 +23,29 @@ def load_finished(task_id: str, output_dir: Path, redact: Redactor) -> TaskRecor
     summary = read_summary(path)
     if summary is None:
         return None
-    header = summary.header
     outcome = summary.outcome or interrupted_outcome(path)
-    record = TaskRecord(
+    record = record_of(task_id, summary.header, path, redact, state=outcome.state)
+    record.outcome, record.children = outcome, list(summary.children)
+    record.done.set()
+    return record
+
+
+def record_of(task_id: str, header: TranscriptHeader, path: Path, redact: Redactor, *, state: TaskState) -> TaskRecord:
+    """A record of task `task_id`, whose transcript (at `path`) has this header, as another process reads it."""
+    return TaskRecord(
         id=task_id,
         agent=header.agent,
         description=header.description,
-        output_path=output_dir / f"{task_id}.output",
+        output_path=path.with_suffix(".output"),
         transcript=TranscriptWriter(path, redact),
         created=header.created,
         resumed_from=header.resumed_from,
         owner=header.owner,
-        state=outcome.state,
-        outcome=outcome,
+        state=state,
         parent=header.parent,
-        children=list(summary.children),
         model=header.model,
+        effort=header.effort,
     )
-    record.done.set()
-    return record
 
 
 def close_interrupted_transcripts(output_dir: Path, redact: Redactor, started: float) -> list[str]:

@@ -19,9 +19,9 @@ from ..core.redaction import Redactor
 from ..core.state import FILE_MODE, TASK_ID
 from ..permissions.asking import OpenQuestion
 from ..tasks.files import read_task
-from ..tasks.finished import load_finished
+from ..tasks.finished import load_finished, record_of
 from ..tasks.record import TaskEvent, TaskRecord
-from ..tasks.transcripts import TranscriptWriter, decode_message, entries, read_summary
+from ..tasks.transcripts import decode_message, entries, read_summary
 from .database import Database
 from .journal import OUTPUT, TRANSCRIPT
 from .schema import SCHEMA
@@ -172,20 +172,4 @@ def _ended(output_dir: Path, task_id: str) -> bool:
 def _running_record(output_dir: Path, task_id: str, redact: Redactor) -> TaskRecord | None:
     path = output_dir / f"{task_id}.jsonl"
     summary = read_summary(path)
-    if summary is None:
-        return None
-    header = summary.header
-    return TaskRecord(
-        id=task_id,
-        agent=header.agent,
-        description=header.description,
-        output_path=output_dir / f"{task_id}.output",
-        transcript=TranscriptWriter(path, redact),
-        created=header.created,
-        resumed_from=header.resumed_from,
-        owner=header.owner,
-        state="running",
-        parent=header.parent,
-        model=header.model,
-        effort=header.effort,
-    )
+    return record_of(task_id, summary.header, path, redact, state="running") if summary is not None else None

@@ -61,6 +61,16 @@ async def launched(url: str) -> str:
     return matched(r"task_id: (\w+)", text_of(result))
 
 
+@asynccontextmanager
+async def asking_host(url: str, host: Any) -> AsyncGenerator[Client]:
+    """A 2025-era client of the replica at `url` that shows questions to `host` (an elicitation callback)."""
+    async with (
+        create_mcp_http_client() as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy", elicitation_callback=host) as client,
+    ):
+        yield client
+
+
 async def output(url: str, task_id: str, timeout_s: float = 90) -> str:
     """TaskOutput, waiting up to `timeout_s` for the task to end."""
     with anyio.fail_after(timeout_s + 30):
@@ -208,12 +218,7 @@ async def test_a_question_of_a_task_on_one_replica_is_answered_from_another_s_ho
         ):
             task_id = await launched(a.url)
             with anyio.fail_after(90):
-                async with (
-                    create_mcp_http_client() as http,
-                    Client(
-                        streamable_http_client(b.url, http_client=http), mode="legacy", elicitation_callback=host
-                    ) as client,
-                ):
+                async with asking_host(b.url, host) as client:
                     result = await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 60_000})
     assert len(host.questions) == 1 and "echo ran" in host.questions[0], host.questions
     assert "allowed-run" in text_of(result), text_of(result)

@@ -9,9 +9,6 @@ from typing import Any
 import anyio
 import httpx2 as httpx
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.fakes.fake_llm import FakeLLM, Step, text, tool_use, turn
 from tests.mcp.test_asking import Host
@@ -19,7 +16,7 @@ from tests.processes import wait_until_gone
 from tests.serve.test_dashboard import events
 from tests.support import text_of
 from tests.team.replicas import Signal, replica
-from tests.team.test_replicas import ASKING, BYPASS, launched, output, run_once_then_answer, tool_results
+from tests.team.test_replicas import ASKING, BYPASS, asking_host, launched, output, run_once_then_answer, tool_results
 
 pytestmark = pytest.mark.anyio
 
@@ -86,12 +83,7 @@ async def test_a_host_waiting_on_another_replica_sees_the_task_s_progress(tmp_pa
         ):
             task_id = await launched(a.url)
             with anyio.fail_after(90):
-                async with (
-                    create_mcp_http_client() as http,
-                    Client(
-                        streamable_http_client(b.url, http_client=http), mode="legacy", elicitation_callback=answering
-                    ) as client,
-                ):
+                async with asking_host(b.url, answering) as client:
                     arguments = {"task_id": task_id, "timeout": 60_000}
                     result = await client.call_tool("TaskOutput", arguments, progress_callback=on_progress)
     assert len(host.questions) == 1 and "both ran" in text_of(result), text_of(result)
