@@ -319,7 +319,7 @@ class Subagents:
         from .carry_on import carry_on
         from .control import ControlRequests
 
-        team = Team(url, self.tasks, self.settings.working_directory, self.tasks.redact)
+        team = Team(url, self.tasks, self.settings.working_directory, self.tasks.redact, self.session_rules)
         async with team.serving(partial(carry_on, self), ControlRequests(self)):
             yield
 

@@ -4,6 +4,7 @@ replicas that carries a dead one's tasks on."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -21,6 +22,8 @@ from psycopg.types.json import Jsonb
 
 from ..core.errors import ConfigError
 from ..core.redaction import Redactor
+from ..permissions.rules import RuleError
+from ..permissions.session_rules import SessionRules
 from ..tasks.endings import failed
 from ..tasks.manager import TaskManager
 from ..tasks.outcome import TaskOutcome
@@ -77,7 +80,9 @@ class TeamControl(Protocol):
 class Team:
     """The manager's `TeamLink` while the replica serves."""
 
-    def __init__(self, database_url: str, manager: TaskManager, project: Path, redact: Redactor) -> None:
+    def __init__(
+        self, database_url: str, manager: TaskManager, project: Path, redact: Redactor, rules: SessionRules
+    ) -> None:
         self.replica = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self._database = Database(database_url)
         self._manager = manager
@@ -88,6 +93,7 @@ class Team:
         self._carry_on: CarryOn | None = None
         self._control: TeamControl | None = None
         self._group: TaskGroup | None = None
+        self._rules = rules
         self._leaving = False
         self._joining: dict[str, Joining] = {}
         self._given_up: set[str] = set()
@@ -103,6 +109,7 @@ class Team:
         try:
             await self._database.open()
             await self._register()
+            await self._load_rules()
             engine.start_engine(self._database.url, self.replica, self.carry)
         except Exception as exc:  # a replica that cannot join the team does not start
             os.close(lock)
@@ -121,11 +128,13 @@ class Team:
                     await listening.wait()
                 group.start_soon(self._watch)
                 self._manager.team = self
+                self._rules.on_added = self._share_rule
                 logger.info("replica %s joined the team (database %s)", self.replica, redacted_url(self._database.url))
                 try:
                     yield self
                 finally:
                     self._manager.team = None
+                    self._rules.on_added = None
                     await self._leave()
                     group.cancel_scope.cancel()
         finally:
@@ -295,6 +304,31 @@ class Team:
         if self._manager.stop_own(task_id):
             logger.warning("task %s is carried on by another replica now; stopped here", task_id)
 
+    # ---- always-allow answers, on every replica ---------------------------------------------------------------------
+
+    async def _load_rules(self) -> None:
+        for project, rule in await self._database.fetch(f"SELECT project, rule FROM {SCHEMA}.session_rules"):
+            self._add_rule(project, rule)
+
+    def _add_rule(self, project: object, rule: object) -> None:
+        if isinstance(project, str) and isinstance(rule, str):
+            with contextlib.suppress(RuleError):
+                self._rules.add(Path(project), rule, shared=True)
+
+    def _share_rule(self, project: Path, rule: str) -> None:
+        assert self._group is not None
+        self._group.start_soon(self._store_rule, str(project), rule)
+
+    async def _store_rule(self, project: str, rule: str) -> None:
+        try:
+            await self._database.execute(
+                f"INSERT INTO {SCHEMA}.session_rules (project, rule) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (project, rule),
+            )
+            await self._database.notify({"rule": {"project": project, "rule": rule}})
+        except DatabaseError as exc:
+            logger.warning("an always-allow answer counts on this replica only (the database refused it): %s", exc)
+
     # ---- the replicas -----------------------------------------------------------------------------------------------
 
     async def _register(self) -> None:
@@ -396,6 +430,10 @@ class Team:
             self._control.stop(stop)
         if answer is not None and self._manager.live(answer.task_id) is not None:
             self._group.start_soon(self._control.answer_as_sent, answer)
+        rule: object = payload.get("rule")
+        if isinstance(rule, dict):
+            shared = cast("dict[str, object]", rule)
+            self._add_rule(shared.get("project"), shared.get("rule"))
         if isinstance(changed, str) and self._remote.get(changed) is not None:
             self._group.start_soon(self._remote.refresh, changed)
         grew: object = payload.get("grew")

@@ -41,4 +41,9 @@ STATEMENTS = (
         PRIMARY KEY (task_id, file, seq)
     )""",
     f"CREATE INDEX IF NOT EXISTS lines_in_order ON {SCHEMA}.lines (n)",
+    f"""CREATE TABLE IF NOT EXISTS {SCHEMA}.session_rules (
+        project text NOT NULL,
+        rule text NOT NULL,
+        PRIMARY KEY (project, rule)
+    )""",
 )

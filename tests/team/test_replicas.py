@@ -171,31 +171,30 @@ async def test_the_tasks_command_lists_follows_and_stops_a_team_s_tasks(tmp_path
 
 
 @asynccontextmanager
-async def asked_about(database_url: str) -> AsyncGenerator[Callable[[str], Awaitable[None]]]:
-    """Listen on the team's channel; yields a function that waits until a task has a question asked (the replicas
-    say so there when the question's line is in the database)."""
-    seen: set[str] = set()
+async def team_channel(database_url: str) -> AsyncGenerator[Callable[[str], Awaitable[object]]]:
+    """Listen on the team's channel; yields a function that waits until a notification with `key` has come (since
+    this block began) and returns its value: a question asked (`asked`: the task), a rule shared (`rule`), ..."""
+    heard: list[dict[str, object]] = []
     news = anyio.Event()
     connection = await psycopg.AsyncConnection.connect(database_url, autocommit=True)
 
     async def watch() -> None:
         nonlocal news
         async for notice in connection.notifies():
-            task_id = json.loads(notice.payload).get("asked")
-            if isinstance(task_id, str):
-                seen.add(task_id)
-                news.set()
-                news = anyio.Event()
+            heard.append(json.loads(notice.payload))
+            news.set()
+            news = anyio.Event()
 
-    async def asked(task_id: str) -> None:
-        while task_id not in seen:
+    async def hear(key: str) -> object:
+        while not (found := [payload[key] for payload in heard if key in payload]):
             await news.wait()
+        return found[0]
 
     try:
         await connection.execute("LISTEN mcp_subagents")
         async with anyio.create_task_group() as group:
             group.start_soon(watch)
-            yield asked
+            yield hear
             group.cancel_scope.cancel()
     finally:
         await connection.close()
@@ -231,10 +230,10 @@ async def test_tasks_answer_reaches_the_replica_that_runs_the_task(tmp_path: Pat
         fake.default = run_once_then_answer(marker, "echo answered-from-the-cli")
         project = tmp_path / "project"
         async with replica(tmp_path / "a", project, database_url, fake, **ASKING) as a:
-            async with asked_about(database_url) as asked:
+            async with team_channel(database_url) as hear:
                 task_id = await launched(a.url)
                 with anyio.fail_after(60):
-                    await asked(task_id)
+                    assert await hear("asked") == task_id
             answered = await anyio.to_thread.run_sync(
                 tasks_command, tmp_path / "cli", database_url, "answer", task_id, "--allow"
             )
@@ -368,3 +367,35 @@ async def test_a_task_still_queued_on_a_killed_replica_runs_on_another(tmp_path:
     assert "interrupted before this tool call finished" in answers[0], answers[0]
     assert "second-ran" in answers[1] and "<status>completed</status>" in answers[1], answers[1]
     assert first.read_text() == "ran\n" and second.read_text() == "ran\n"
+
+
+def touch_once(body: dict[str, Any]) -> Step:
+    """Bash `touch made.txt` (which the default mode asks about), then an answer."""
+    if tool_results(body):
+        return turn(text("touched"))
+    return turn(tool_use("Bash", {"command": "touch made.txt", "description": "touch"}))
+
+
+async def test_an_always_allow_answer_counts_on_every_replica(tmp_path: Path, database_url: str) -> None:
+    first, later = Host("always"), Host("decline")
+    with FakeLLM() as fake:
+        fake.default = touch_once
+        project = tmp_path / "project"
+        async with (
+            replica(tmp_path / "a", project, database_url, fake, **ASKING) as a,
+            replica(tmp_path / "b", project, database_url, fake, **ASKING) as b,
+            team_channel(database_url) as hear,
+        ):
+            task_id = await launched(a.url)
+            with anyio.fail_after(90):
+                async with asking_host(b.url, first) as client:
+                    await client.call_tool("TaskOutput", {"task_id": task_id, "timeout": 60_000})
+                shared = await hear("rule")
+                async with asking_host(b.url, later) as client:  # replica b runs this one itself
+                    again = await client.call_tool("Task", {"description": "again", "prompt": "Do the work again"})
+    assert len(first.questions) == 1 and "asks to run Bash: touch made.txt" in first.questions[0], first.questions
+    assert shared == {"project": str(project), "rule": "Bash(touch made.txt)"}, shared
+    # Replica b may ask whether to trust the project (the answer wrote its settings.local.json), never about the
+    # call: the rule replica a added counts there too, trusted project or not, as on one server.
+    assert not [question for question in later.questions if "asks to run Bash" in question], later.questions
+    assert "touched" in text_of(again) and not again.is_error, text_of(again)
