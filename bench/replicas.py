@@ -65,7 +65,7 @@ def model(holds: Path) -> Step:
         if any(message["role"] == "assistant" for message in body["messages"]):
             return turn(text("done"))
         if "hold" in prompt:
-            command = f'if [ -n "${HOLD}" ]; then echo held > {holds}; exec sleep 600; fi'
+            command = f'if [ -n "${HOLD}" ]; then echo $$ > {holds}; exec sleep 600; fi'
             return turn(tool_use("Bash", {"command": command, "description": "hold"}))
         return turn(tool_use("TodoWrite", TODOS))
 
@@ -138,6 +138,34 @@ async def measure(clients: list[Client], plan: Plan) -> Figures:
     return Figures(tasks_per_s, unblocked, blocked, len(early))
 
 
+async def stop_from_elsewhere(runner: Replica, other: Replica, holds: Path) -> tuple[float, float]:
+    """Milliseconds from a TaskStop sent to `other` for a task `runner` runs until the task's process is gone, and
+    until TaskStop answers."""
+    async with connected(runner.url) as client:
+        task_id = await launch(client, "hold")
+        with anyio.fail_after(60):
+            pid = int(await anyio.to_thread.run_sync(holds.read_text, abandon_on_cancel=True))
+    pidfd = os.pidfd_open(pid)
+    gone: list[float] = []
+    answered = 0.0
+    try:
+        async with connected(other.url) as client, anyio.create_task_group() as group:
+            before = time.perf_counter()
+
+            async def until_gone() -> None:
+                with anyio.fail_after(30):
+                    await anyio.wait_readable(pidfd)
+                gone.append((time.perf_counter() - before) * 1000)
+
+            group.start_soon(until_gone)
+            result = await client.call_tool("TaskStop", {"task_id": task_id})
+            answered = (time.perf_counter() - before) * 1000
+            assert not result.is_error, result
+    finally:
+        os.close(pidfd)
+    return gone[0], answered
+
+
 async def kill_to_carried_on(victim: Replica, survivors: list[Replica], holds: Path) -> float:
     """Seconds from the victim's kill -9 to the line of a survivor's log that says it carries the victim's running
     task on (its timestamp), read once the task has ended there."""
@@ -208,8 +236,14 @@ async def run(plan: Plan, database_url: str, root: Path) -> None:
             victim = await stack.enter_async_context(
                 replica(root / "d", project, database_url, fake, **SETTINGS, **{HOLD: "1"})
             )
+            print("stopping a task from another replica ...", flush=True)
+            stop = await stop_from_elsewhere(victim, first, holds)
             recovery = await kill_to_carried_on(victim, [first, *others], holds)
     report(plan, alone, one, three, recovery)
+    print(
+        f"TaskStop on another replica: the task's process gone after {stop[0]:.0f} ms, TaskStop answered after "
+        f"{stop[1]:.0f} ms (goal: processes killed within a second)"
+    )
 
 
 def report(plan: Plan, alone: Figures, one: Figures, three: Figures, recovery: float) -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .mcp.server import build_server
     from .models.scripted import FunctionModel, ScriptedModel, text, tool_call, tool_calls
     from .runtime.service import Subagents
+del TYPE_CHECKING  # not part of the package's surface
 
 # Loaded when first asked for: importing any submodule runs this file, and the CLI and the tool modules must not
 # pay for the MCP server stack (nor import its HTTP client) until they use it.

@@ -60,8 +60,10 @@ class WarmPlace:
         return found
 
     def children_of(self, pid: int) -> list[int]:
+        """The servers the warm server forked (not the bwrap of its sandbox probe, which may be running)."""
         tasks = Path(f"/proc/{pid}/task")
-        return [int(child) for task in tasks.iterdir() for child in (task / "children").read_text().split()]
+        children = [int(child) for task in tasks.iterdir() for child in (task / "children").read_text().split()]
+        return [child for child in children if _is_python(child)]
 
     def accepts(self) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
@@ -132,3 +134,10 @@ def _diagnosis(place: WarmPlace) -> str:
 async def start_through_relay(environ: dict[str, str], *arguments: str) -> RawStdioServer:
     """`mcp-subagents serve` as a host starts it, initialized (2025 era)."""
     return await RawStdioServer.start(environ, arguments=arguments)
+
+
+def _is_python(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().startswith("python")
+    except OSError:
+        return False

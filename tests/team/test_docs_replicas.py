@@ -19,8 +19,6 @@ PAGE = CHECKOUT / "docs" / "replicas.md"
 CLAUDE = CHECKOUT / ".ci-node" / "node_modules" / ".bin" / "claude"
 """A step of the page that needs `tasks list --database-url`, which is not in this version yet."""
 
-pytestmark = pytest.mark.timeout(240)
-
 
 def sh_blocks(page: str) -> list[str]:
     return re.findall(r"```sh\n(.*?)```", page, flags=re.DOTALL)

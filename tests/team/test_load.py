@@ -33,7 +33,7 @@ from tests.support import matched, text_of
 from tests.team.postgres import admin_connection, drop_database_and_kin, with_database
 from tests.team.replicas import replica
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.anyio
 
 TASKS = 200
 VICTIMS = range(0, TASKS, 3)
