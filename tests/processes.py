@@ -12,7 +12,7 @@ def is_running(pid: int) -> bool:
     """Alive and not a zombie."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped just now: the open or the read fails
         return False
     state = stat.rsplit(")", 1)[1].split()[0]
     return state not in ("Z", "X")
