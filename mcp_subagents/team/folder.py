@@ -7,18 +7,21 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 
 from ..core.errors import SubagentsError
+from ..permissions.asking import Choice
 from ..tasks.control import PLACES, AnswerRequest
+from ..tasks.team_link import ForwardedAnswer
 from .database import CLIENT_ENCODING, CONNECT_TIMEOUT_S, redacted_url
 from .journal import OUTPUT, TRANSCRIPT
 from .remote import write_files
-from .schema import CHANNEL, SCHEMA
+from .schema import CHANNEL, SCHEMA, STOP_STATEMENT
 
 
 class TeamFolder:
@@ -61,13 +64,14 @@ class TeamFolder:
 
     def stop(self, task_id: str) -> None:
         """Ask the team to stop the task (no replica carries it on after this)."""
-        self._connection.execute(f"UPDATE {SCHEMA}.tasks SET stop_requested = true WHERE id = %s", (task_id,))
+        self._connection.execute(STOP_STATEMENT, (task_id,))
         self._notify({"stop": task_id})
 
     def answer(self, request: AnswerRequest) -> None:
         """Send an answer to whichever replica runs the task."""
-        answer = {"task_id": request.task_id, "question_id": request.question_id, "choice": request.choice}
-        self._notify({"answer": {**answer, "by": request.by, "via": PLACES[request.place]}})
+        choice = cast("Choice", request.choice)  # the command line offers allow, always and deny alone
+        answer = ForwardedAnswer(request.task_id, request.question_id, choice, request.by, PLACES[request.place])
+        self._notify({"answer": asdict(answer)})
 
     def _notify(self, payload: dict[str, Any]) -> None:
         self._connection.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps(payload)))

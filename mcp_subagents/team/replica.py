@@ -34,7 +34,7 @@ from . import engine
 from .database import Database, DatabaseError, redacted_url
 from .journal import TRANSCRIPT, Journal
 from .remote import RemoteTasks, fetch_lines, write_files
-from .schema import SCHEMA
+from .schema import SCHEMA, STOP_STATEMENT
 
 logger = logging.getLogger(__name__)
 
@@ -173,13 +173,14 @@ class Team:
     async def _begin(self, record: TaskRecord) -> None:
         launch = dict(record.launch or {})
         project = str(launch.get("project") or self._project)
-        await self._database.execute(
+        rows = await self._database.fetch(
             f"INSERT INTO {SCHEMA}.tasks (id, owner, parent, replica, project, created, launch) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET replica = EXCLUDED.replica",
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET replica = EXCLUDED.replica "
+            "RETURNING xmax = 0",  # true when the row is new: a task taken over already has its workflow
             (record.id, record.owner, record.parent, self.replica, project, record.created, _json(launch)),
         )
         self._journal.register(record.id)
-        if record.parent is None and "request" in launch and not await engine.has_workflow(record.id):
+        if record.parent is None and "request" in launch and rows[0][0]:
             await engine.start_workflow(record.id)
 
     async def written(self, task_id: str) -> None:
@@ -447,7 +448,7 @@ class Team:
 
 async def request_stop(database: Database, task_id: str) -> None:
     """Ask the team to stop a task: the replica that runs it is told at once, and no replica carries it on later."""
-    await database.execute(f"UPDATE {SCHEMA}.tasks SET stop_requested = true WHERE id = %s", (task_id,))
+    await database.execute(STOP_STATEMENT, (task_id,))
     await database.notify({"stop": task_id})
 
 

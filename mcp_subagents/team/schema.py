@@ -6,6 +6,8 @@ from __future__ import annotations
 SCHEMA = "mcp_subagents"
 CHANNEL = "mcp_subagents"
 """The LISTEN/NOTIFY channel: stops, answers and task ends travel on it as small JSON payloads."""
+STOP_STATEMENT = f"UPDATE {SCHEMA}.tasks SET stop_requested = true WHERE id = %s"
+"""Marks a task stopped: no replica carries it on after this (the replica that runs it is told with a notice)."""
 SCHEMA_LOCK = 0x5B_A6E7_5C4E
 """The advisory lock held while the tables are made."""
 
